@@ -1,0 +1,81 @@
+// swift-tools-version: 6.1
+// Sluice: a plugin-based, real-time audio node graph framework for Linux.
+//
+// Layout (see docs/architecture.md):
+//   Sources/   library modules, one responsibility each, plus the `sluice` tool
+//   Plugins/   Sluice's own dynamic plugins (NOT SwiftPM package plugins);
+//              every target there names its `path:` explicitly
+//   Tests/     mirrors Sources; Tests/Support holds test-only helpers
+//   Benchmarks/ the benchmark harness run by `scripts/bench`
+import PackageDescription
+
+/// System libraries found through pkg-config. Each shim folder holds a module map and a
+/// header of `static inline` wrappers for what Swift cannot call directly (variadic C).
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "Sluice",
+    products: [
+        .library(name: "SluiceRT", targets: ["SluiceRT"]),
+        .library(name: "SluiceAudio", targets: ["SluiceAudio"]),
+        .library(name: "SluiceNodes", targets: ["SluiceNodes"]),
+        .executable(name: "sluice", targets: ["sluice"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // MARK: System-library shims
+        systemLibrary("CJack", pkgConfig: "jack", apt: "libjack-jackd2-dev"),
+        systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
+
+        // MARK: Library modules
+        .target(name: "SluiceRT"),
+        .target(name: "SluiceAudio"),
+        .target(name: "SluiceNodes", dependencies: ["SluiceAudio", "CSampleRate"]),
+
+        // MARK: The command-line tool
+        .executableTarget(
+            name: "sluice",
+            dependencies: [
+                "SluiceAudio", "SluiceNodes", "CSndFile",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: Benchmarks (run by scripts/bench, always in release mode)
+        .executableTarget(
+            name: "SluiceBenchmarks",
+            dependencies: ["SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate"],
+            path: "Benchmarks/SluiceBenchmarks"
+        ),
+
+        // MARK: Test support
+        .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),
+        .target(
+            name: "SluiceTestSupport",
+            dependencies: ["CAllocationCounter"],
+            path: "Tests/Support/SluiceTestSupport"
+        ),
+
+        // MARK: Tests (mirror Sources)
+        .testTarget(name: "SluiceRTTests", dependencies: ["SluiceRT", "SluiceTestSupport"]),
+        .testTarget(name: "SluiceAudioTests", dependencies: ["SluiceAudio", "SluiceTestSupport"]),
+        .testTarget(
+            name: "SluiceNodesTests",
+            dependencies: ["SluiceNodes", "SluiceAudio", "SluiceTestSupport", "CSampleRate"]
+        ),
+        .testTarget(
+            name: "SystemLibraryTests",
+            dependencies: ["CJack", "CSampleRate", "CCurl", "CSndFile"]
+        ),
+        .testTarget(
+            name: "SluiceCLITests",
+            dependencies: ["CSndFile", "SluiceTestSupport"]
+        ),
+    ]
+)

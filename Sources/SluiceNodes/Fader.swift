@@ -1,0 +1,177 @@
+import SluiceAudio
+
+/// Shapes the edges of the audio so nothing clicks, and applies a gain that moves smoothly.
+///
+/// - Fade in over `fadeLength` frames at the start of the stream and after every break in
+///   continuity (a `discontinuity` marker, or an utterance boundary flagged discontinuous).
+/// - Fade out over the last `fadeLength` frames before such a break and before the end of the
+///   stream. To shape frames before it knows a break is coming, the node holds back the most
+///   recent `fadeLength` frames (its latency).
+/// - `cancel()` fades out what it holds — within one fade length — and drops everything after.
+/// - `setGain(_:rampFrames:)` moves the gain in a straight line, never in a jump.
+///
+/// Frames outside the fades pass bit-identical while the gain is 1. The curve is a raised
+/// cosine. A segment (the audio between two breaks) no longer than `fadeLength` gets both
+/// fades squeezed into halves of its length, so even a blip rises and falls smoothly.
+///
+/// Threading: one thread at a time (the graph worker). `process`, `receive`, `cancel` and
+/// `setGain` never allocate.
+public final class Fader {
+    public static let defaultFadeLength = 256
+
+    public let channels: Int
+    public let fadeLength: Int
+    /// Frames held back so an end can be faded.
+    public var latencyFrames: Int { fadeLength }
+    /// True after `cancel()`, until `reset()`.
+    public private(set) var isCancelled = false
+    /// Output frames written since the stream began.
+    public private(set) var framesProduced = 0
+    public var gain: Float { gainRamp.current }
+
+    private var held: FrameDelayLine
+    /// Frames at the front of `held` already shaped and due out before anything else.
+    private var releasing = 0
+    /// Frames taken since the last break in continuity (the current segment's length).
+    private var segmentFrames = 0
+    private var gainRamp = GainRamp()
+    private let curve: FadeCurve
+
+    public init(channels: Int, fadeLength: Int = Fader.defaultFadeLength) {
+        precondition(channels > 0 && fadeLength >= 0)
+        self.channels = channels
+        self.fadeLength = fadeLength
+        held = FrameDelayLine(channels: channels, capacity: fadeLength)
+        curve = .raisedCosineIn(length: fadeLength)
+    }
+
+    /// The largest gain change between neighbouring frames that a fade makes.
+    public var steepestFadeStep: Float { curve.steepestStep }
+
+    /// - Returns: frames taken from `input` and frames written to `output`. Frames not taken
+    ///   must be offered again; call with empty input to collect released frames.
+    public func process(
+        _ input: UnsafeBufferPointer<Float>, into output: UnsafeMutableBufferPointer<Float>
+    ) -> (framesConsumed: Int, framesProduced: Int) {
+        guard let target = output.baseAddress else { return (0, 0) }
+        let room = output.count / channels
+        var produced = 0
+
+        if releasing > 0 {
+            produced = min(releasing, room)
+            held.removeOldest(produced, into: target)
+            releasing -= produced
+        }
+        if isCancelled {
+            // Everything after a cancel is dropped.
+            finish(target, produced)
+            return (input.count / channels, produced)
+        }
+        guard releasing == 0, let source = input.baseAddress else {
+            finish(target, produced)
+            return (0, produced)
+        }
+
+        let available = input.count / channels
+        if fadeLength == 0 {
+            let frames = min(available, room - produced)
+            (target + produced * channels).update(from: source, count: frames * channels)
+            finish(target, produced + frames)
+            return (frames, produced + frames)
+        }
+
+        // Fill the delay line, then each incoming frame pushes the oldest one out. A frame is
+        // faded in as it leaves: by then the node knows its segment is longer than the fade.
+        var consumed = min(available, held.freeFrames)
+        held.append(source, frames: consumed)
+        segmentFrames += consumed
+        let pushing = min(available - consumed, room - produced)
+        var pushed = 0
+        while pushed < pushing {
+            let run = min(pushing - pushed, held.count)
+            fadeInOldest(run, firstIndex: segmentFrames - held.count)
+            held.removeOldest(run, into: target + (produced + pushed) * channels)
+            held.append(source + (consumed + pushed) * channels, frames: run)
+            segmentFrames += run
+            pushed += run
+        }
+        consumed += pushing
+        finish(target, produced + pushing)
+        return (consumed, produced + pushing)
+    }
+
+    /// Takes a marker whose position the input has reached. Breaks in continuity fade out
+    /// what is held and arm a fade-in for what follows.
+    public func receive(_ marker: Marker, emitting batch: inout MarkerBatch) {
+        if marker.breaksContinuity && !isCancelled {
+            fadeOutHeld()
+        }
+        batch.append(marker.moved(to: framesProduced + held.count))
+    }
+
+    /// Fades out what is held, within one fade length, and drops all later input until
+    /// `reset()`. Collect the faded frames with `process`.
+    public func cancel() {
+        guard !isCancelled else { return }
+        fadeOutHeld()
+        isCancelled = true
+    }
+
+    /// Moves the gain to `gain` in a straight line over `rampFrames` output frames.
+    public func setGain(_ gain: Float, rampFrames: Int) {
+        gainRamp.ramp(to: gain, over: rampFrames)
+    }
+
+    /// Forgets the stream; the next frame fades in again. The gain is kept.
+    public func reset() {
+        held.removeAll()
+        releasing = 0
+        segmentFrames = 0
+        isCancelled = false
+        framesProduced = 0
+    }
+
+    /// Fades in the oldest `frames` held frames, which are about to leave. `firstIndex` is the
+    /// position of the first of them in its segment; only a segment's first `fadeLength`
+    /// frames fade.
+    private func fadeInOldest(_ frames: Int, firstIndex: Int) {
+        var index = 0
+        while firstIndex + index < fadeLength && index < frames {
+            let gain = curve[firstIndex + index]
+            let frame = held.frame(index)
+            for channel in 0..<channels { frame[channel] *= gain }
+            index += 1
+        }
+    }
+
+    /// Shapes the held frames of the current segment for a break and releases them: a fade
+    /// out over them, and the fade-in those still owe. A segment no longer than the fade is held
+    /// whole and gets both fades squeezed into halves of its length; one shorter than twice the
+    /// fade is quieter where its two fades overlap.
+    private func fadeOutHeld() {
+        let span = held.count - releasing
+        let firstIndex = segmentFrames - span
+        let squeezed = firstIndex == 0 && span <= fadeLength
+        let rise = squeezed ? (span + 1) / 2 : fadeLength
+        let fall = squeezed ? span - rise : span
+        for index in 0..<span {
+            var gain: Float = 1
+            let segmentIndex = firstIndex + index
+            if segmentIndex < rise { gain = curve.value(at: segmentIndex, of: rise) }
+            let fromEnd = span - 1 - index
+            if fromEnd < fall { gain *= curve.value(at: fromEnd, of: fall) }
+            let frame = held.frame(releasing + index)
+            for channel in 0..<channels { frame[channel] *= gain }
+        }
+        releasing = held.count
+        segmentFrames = 0
+    }
+
+    /// Applies the gain to the frames written this call and counts them.
+    private func finish(_ target: UnsafeMutablePointer<Float>, _ frames: Int) {
+        if !gainRamp.isUnity {
+            gainRamp.apply(to: target, frames: frames, channels: channels)
+        }
+        framesProduced += frames
+    }
+}

@@ -1,0 +1,71 @@
+/// A gain that moves to a new value in a straight line over a set number of frames instead
+/// of jumping (a jump in gain is a click). Used by the fader and by each mixer input.
+public struct GainRamp: Sendable {
+    /// The gain applied to the next frame.
+    public private(set) var current: Float
+    /// Where the ramp ends.
+    public private(set) var target: Float
+    private var step: Float = 0
+    private var remaining = 0
+
+    public init(_ gain: Float = 1) {
+        current = gain
+        target = gain
+    }
+
+    /// Moves to `gain` over `frames` frames (at once when `frames` is 0).
+    public mutating func ramp(to gain: Float, over frames: Int) {
+        target = gain
+        if frames <= 0 {
+            current = gain
+            remaining = 0
+        } else {
+            step = (gain - current) / Float(frames)
+            remaining = frames
+        }
+    }
+
+    /// True when the gain is exactly 1 and not moving: audio passes untouched.
+    @inlinable public var isUnity: Bool { current == 1 && target == 1 }
+
+    /// Multiplies `frames` interleaved frames in place.
+    public mutating func apply(to samples: UnsafeMutablePointer<Float>, frames: Int, channels: Int) {
+        var frame = 0
+        while remaining > 0 && frame < frames {
+            advance()
+            for channel in 0..<channels { samples[frame * channels + channel] *= current }
+            frame += 1
+        }
+        if frame < frames && current != 1 {
+            let gain = current
+            for index in (frame * channels)..<(frames * channels) { samples[index] *= gain }
+        }
+    }
+
+    /// Adds `frames` interleaved frames of `source`, scaled, into `destination`.
+    public mutating func accumulate(
+        _ source: UnsafePointer<Float>, into destination: UnsafeMutablePointer<Float>,
+        frames: Int, channels: Int
+    ) {
+        var frame = 0
+        while remaining > 0 && frame < frames {
+            advance()
+            for channel in 0..<channels {
+                let index = frame * channels + channel
+                destination[index] += source[index] * current
+            }
+            frame += 1
+        }
+        let gain = current
+        for index in (frame * channels)..<(frames * channels) {
+            destination[index] += source[index] * gain
+        }
+    }
+
+    @inline(__always)
+    private mutating func advance() {
+        remaining -= 1
+        // Land exactly on the target, whatever rounding the steps accumulated.
+        current = remaining == 0 ? target : current + step
+    }
+}

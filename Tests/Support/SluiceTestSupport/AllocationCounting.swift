@@ -1,0 +1,19 @@
+import CAllocationCounter
+
+/// Counts heap allocations a closure makes on the calling thread.
+public enum AllocationCounter {
+    /// False under sanitizers, whose runtime supplies malloc.
+    public static var isActive: Bool { sluice_allocation_counter_is_active() }
+
+    /// Whether allocation tests run: always, unless a sanitizer runtime has taken malloc over.
+    /// Without a sanitizer a broken counter still runs the tests, and they fail.
+    public static var testsEnabled: Bool { isActive || !sluice_sanitizer_runtime_present() }
+
+    /// Runs `body` and returns how many allocations it made on this thread.
+    public static func count(_ body: () throws -> Void) rethrows -> UInt64 {
+        sluice_allocation_counter_begin()
+        defer { _ = sluice_allocation_counter_end() }
+        try body()
+        return sluice_allocation_counter_end()
+    }
+}
