@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct SluiceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sluice",
+        abstract: "A real-time audio node graph for Linux: streaming speech into JACK.",
+        subcommands: [ConvertCommand.self]
+    )
+}
