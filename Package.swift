@@ -32,11 +32,12 @@ let package = Package(
         systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
+        systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
 
         // MARK: Library modules
         .target(name: "SluiceRT"),
         .target(name: "SluiceAudio"),
-        .target(name: "SluiceNodes", dependencies: ["SluiceAudio", "CSampleRate"]),
+        .target(name: "SluiceNodes", dependencies: ["SluiceAudio", "CSampleRate", "CSoxr"]),
 
         // MARK: The command-line tool
         .executableTarget(

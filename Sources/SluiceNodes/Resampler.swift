@@ -1,21 +1,61 @@
 import CSampleRate
+import CSoxr
 import SluiceAudio
 
-/// libsamplerate's five converters, by the names graph files use.
+/// The resampler's converters, by the names graph files use: libsamplerate's five (the
+/// default engine) and four libsoxr qualities (an optional engine: tens to hundreds of times
+/// faster at equal quality, but it allocates inside libsoxr and adds 17–33 ms of delay, so it
+/// is for offline rendering, not for the real-time path; see docs/architecture.md).
 public enum ResamplerQuality: String, CaseIterable, Sendable {
     case sincBest = "sinc-best"
     case sincMedium = "sinc-medium"
     case sincFastest = "sinc-fastest"
     case zeroOrderHold = "zero-order-hold"
     case linear
+    case soxrVeryHigh = "soxr-vhq"
+    case soxrHigh = "soxr-hq"
+    case soxrMedium = "soxr-mq"
+    case soxrLow = "soxr-lq"
 
-    var converter: Int32 {
+    /// The library that implements the converter.
+    public enum Engine: String, Sendable {
+        case libsamplerate
+        case soxr
+    }
+
+    public var engine: Engine {
+        switch self {
+        case .sincBest, .sincMedium, .sincFastest, .zeroOrderHold, .linear: .libsamplerate
+        case .soxrVeryHigh, .soxrHigh, .soxrMedium, .soxrLow: .soxr
+        }
+    }
+
+    /// True when the converter never allocates while processing, so it may run on the
+    /// real-time path. libsoxr allocates inside `soxr_process` and `soxr_clear`.
+    public var isRealtimeSafe: Bool { engine == .libsamplerate }
+
+    /// libsamplerate's converters.
+    public static var libsamplerate: [ResamplerQuality] { allCases.filter { $0.engine == .libsamplerate } }
+
+    /// libsoxr's qualities.
+    public static var soxr: [ResamplerQuality] { allCases.filter { $0.engine == .soxr } }
+
+    var libsamplerateConverter: Int32 {
         switch self {
         case .sincBest: Int32(SRC_SINC_BEST_QUALITY)
         case .sincMedium: Int32(SRC_SINC_MEDIUM_QUALITY)
-        case .sincFastest: Int32(SRC_SINC_FASTEST)
         case .zeroOrderHold: Int32(SRC_ZERO_ORDER_HOLD)
         case .linear: Int32(SRC_LINEAR)
+        case .sincFastest, .soxrVeryHigh, .soxrHigh, .soxrMedium, .soxrLow: Int32(SRC_SINC_FASTEST)
+        }
+    }
+
+    var soxrRecipe: UInt {
+        switch self {
+        case .soxrVeryHigh: UInt(SOXR_VHQ)
+        case .soxrMedium: UInt(SOXR_MQ)
+        case .soxrLow: UInt(SOXR_LQ)
+        default: UInt(SOXR_HQ)
         }
     }
 }
@@ -25,6 +65,7 @@ public enum ResamplerError: Error, Equatable, Sendable, CustomStringConvertible 
     case unsupportedRate(Int)
     case unsupportedChannels(Int)
     case libsamplerate(code: Int32, message: String)
+    case soxr(message: String)
 
     public var description: String {
         switch self {
@@ -34,24 +75,27 @@ public enum ResamplerError: Error, Equatable, Sendable, CustomStringConvertible 
             "\(channels) channels: the resampler takes 1...\(Resampler.maximumChannels)"
         case .libsamplerate(let code, let message):
             "libsamplerate error \(code): \(message)"
+        case .soxr(let message):
+            "libsoxr error: \(message)"
         }
     }
 }
 
-/// Converts Float32 frames from one sample rate to another with libsamplerate, streaming.
+/// Converts Float32 frames from one sample rate to another, streaming, with libsamplerate
+/// (the default) or libsoxr.
 ///
 /// - Output is time-aligned with input: input frame `p` corresponds to output frame
 ///   `round(p × outputRate / inputRate)`; markers are restamped by that rule.
 /// - At the end of the stream the converter is flushed, and the total output is exactly
 ///   `round(inputFrames × ratio)` frames — no lost tail, no padding beyond it.
-/// - The output is bit-identical whatever the block split: libsamplerate is always called
+/// - The output is bit-identical whatever the block split: the converter is always called
 ///   with exactly `blockFrames` input frames (the last call of a stream excepted) and the same
 ///   output capacity, so the caller's block sizes never reach it. While a stream is live, up
 ///   to `blockFrames - 1` input frames may wait for a block to fill.
 /// - Equal rates pass audio through untouched.
 ///
 /// Threading: one thread at a time (the graph worker). `process` and `receive` never
-/// allocate: libsamplerate's state and the staging buffers are allocated in `init`.
+/// allocate: the converter's state and the staging buffers are allocated in `init`.
 public final class Resampler {
     public static let maximumRate = 192_000
     public static let maximumChannels = 64
@@ -66,7 +110,7 @@ public final class Resampler {
     /// Input frames handed to libsamplerate per call.
     public let blockFrames: Int
     /// How many output frames the converter itself holds back: the filter delay between a
-    /// frame entering and the frame it becomes leaving. Measured from libsamplerate when the
+    /// frame entering and the frame it becomes leaving. Measured from the converter when the
     /// node is made. Block staging may add up to `blockFrames - 1` input frames while live.
     public let latencyFrames: Int
 
@@ -79,16 +123,16 @@ public final class Resampler {
         endOfInput && (state == nil || flushed) && outputFramesProduced >= finalOutputFrames
     }
 
-    private let state: OpaquePointer?
+    private let state: Converter?
     private var endOfInput = false
-    /// libsamplerate has returned everything after the end of input.
+    /// The converter has returned everything after the end of input.
     private var flushed = false
-    /// Input frames libsamplerate has taken.
+    /// Input frames the converter has taken.
     private var converterFramesConsumed = 0
 
     private let stagedInput: UnsafeMutablePointer<Float>
     private var stagedInputFrames = 0
-    /// Output capacity offered to libsamplerate on every call.
+    /// Output capacity offered to the converter on every call.
     private let callCapacity: Int
     private let stagedOutput: UnsafeMutablePointer<Float>
     private var stagedOutputStart = 0
@@ -120,8 +164,8 @@ public final class Resampler {
             latencyFrames = 0
         } else {
             do {
-                state = try Self.makeState(quality: quality, channels: channels)
-                latencyFrames = try Self.measureLatency(quality: quality, channels: channels, ratio: ratio)
+                state = try Converter(quality: quality, channels: channels, inputRate: inputRate, outputRate: outputRate)
+                latencyFrames = try Self.measureLatency(quality: quality, channels: channels, inputRate: inputRate, outputRate: outputRate)
             } catch {
                 stagedInput.deallocate()
                 stagedOutput.deallocate()
@@ -131,7 +175,6 @@ public final class Resampler {
     }
 
     deinit {
-        if let state { src_delete(state) }
         stagedInput.deallocate()
         stagedOutput.deallocate()
     }
@@ -189,7 +232,7 @@ public final class Resampler {
 
     /// Forgets the stream and its filter history.
     public func reset() {
-        if let state { src_reset(state) }
+        state?.reset()
         endOfInput = false
         flushed = false
         inputFramesConsumed = 0
@@ -202,33 +245,25 @@ public final class Resampler {
 
     private var finalOutputFrames: Int { outputPosition(forInputPosition: inputFramesConsumed) }
 
-    /// One libsamplerate call: the staged block in, up to `callCapacity` frames out.
-    private func convert(_ state: OpaquePointer) {
+    /// One converter call: the staged block in, up to `callCapacity` frames out.
+    private func convert(_ state: Converter) {
         if stagedOutputStart > 0 {
             stagedOutput.update(
                 from: stagedOutput + stagedOutputStart * channels, count: stagedOutputFrames * channels)
             stagedOutputStart = 0
         }
-        var data = SRC_DATA()
-        data.data_in = UnsafePointer(stagedInput)
-        data.input_frames = stagedInputFrames
-        data.data_out = stagedOutput + stagedOutputFrames * channels
-        data.output_frames = callCapacity
-        data.src_ratio = ratio
-        data.end_of_input = endOfInput ? 1 : 0
-        let status = src_process(state, &data)
-        // src_process fails only on invalid arguments, which `init` rules out.
-        precondition(status == 0, "src_process failed with status \(status)")
-        let used = data.input_frames_used
+        let (used, generated) = state.process(
+            stagedInput, frames: stagedInputFrames, into: stagedOutput + stagedOutputFrames * channels,
+            capacity: callCapacity, endOfInput: endOfInput)
         if used < stagedInputFrames {
             stagedInput.update(from: stagedInput + used * channels, count: (stagedInputFrames - used) * channels)
         }
         stagedInputFrames -= used
         converterFramesConsumed += used
-        stagedOutputFrames += data.output_frames_gen
-        if endOfInput && used == 0 && data.output_frames_gen == 0 {
+        stagedOutputFrames += generated
+        if endOfInput && used == 0 && generated == 0 {
             flushed = true
-            // libsamplerate may stop a fraction of a frame short: pad to the exact total.
+            // The converter may stop a fraction of a frame short: pad to the exact total.
             let missing = finalOutputFrames - outputFramesProduced - stagedOutputFrames
             if missing > 0 {
                 (stagedOutput + stagedOutputFrames * channels).update(repeating: 0, count: missing * channels)
@@ -247,7 +282,7 @@ public final class Resampler {
         stagedOutputFrames -= frames
         outputFramesProduced += frames
         if flushed && outputFramesProduced == finalOutputFrames {
-            // Anything libsamplerate made past the exact total is dropped.
+            // Anything the converter made past the exact total is dropped.
             stagedOutputStart = 0
             stagedOutputFrames = 0
         }
@@ -267,39 +302,103 @@ public final class Resampler {
         return (frames, frames)
     }
 
-    private static func makeState(quality: ResamplerQuality, channels: Int)
-        throws(ResamplerError) -> OpaquePointer
-    {
-        var error: Int32 = 0
-        guard let state = src_new(quality.converter, Int32(channels), &error) else {
-            throw .libsamplerate(code: error, message: String(cString: src_strerror(error)))
-        }
-        return state
-    }
-
     /// Feeds silence through a scratch converter and counts the output frames it keeps back.
-    private static func measureLatency(quality: ResamplerQuality, channels: Int, ratio: Double)
+    private static func measureLatency(quality: ResamplerQuality, channels: Int, inputRate: Int, outputRate: Int)
         throws(ResamplerError) -> Int
     {
-        let state = try makeState(quality: quality, channels: channels)
-        defer { src_delete(state) }
+        let converter = try Converter(quality: quality, channels: channels, inputRate: inputRate, outputRate: outputRate)
+        let ratio = Double(outputRate) / Double(inputRate)
         let inputFrames = 16_384
         let outputFrames = Int((Double(inputFrames) * ratio).rounded(.up)) + 16
         let input = [Float](repeating: 0, count: inputFrames * channels)
         var output = [Float](repeating: 0, count: outputFrames * channels)
-        var generated = 0
-        input.withUnsafeBufferPointer { source in
+        let generated = input.withUnsafeBufferPointer { source in
             output.withUnsafeMutableBufferPointer { target in
-                var data = SRC_DATA()
-                data.data_in = source.baseAddress
-                data.input_frames = inputFrames
-                data.data_out = target.baseAddress
-                data.output_frames = outputFrames
-                data.src_ratio = ratio
-                _ = src_process(state, &data)
-                generated = data.output_frames_gen
+                converter.process(
+                    source.baseAddress!, frames: inputFrames, into: target.baseAddress!, capacity: outputFrames,
+                    endOfInput: false
+                ).generated
             }
         }
         return max(0, Int((Double(inputFrames) * ratio).rounded()) - generated)
+    }
+}
+
+/// One converter instance of either engine, behind the one call the resampler makes.
+private final class Converter {
+    private enum Handle {
+        case libsamplerate(OpaquePointer, ratio: Double)
+        case soxr(OpaquePointer)
+    }
+
+    private let handle: Handle
+
+    init(quality: ResamplerQuality, channels: Int, inputRate: Int, outputRate: Int) throws(ResamplerError) {
+        switch quality.engine {
+        case .libsamplerate:
+            var error: Int32 = 0
+            guard let state = src_new(quality.libsamplerateConverter, Int32(channels), &error) else {
+                throw .libsamplerate(code: error, message: String(cString: src_strerror(error)))
+            }
+            handle = .libsamplerate(state, ratio: Double(outputRate) / Double(inputRate))
+        case .soxr:
+            var error: soxr_error_t? = nil
+            var spec = soxr_quality_spec(quality.soxrRecipe, 0)
+            var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
+            // One worker thread: soxr must not start threads of its own inside a graph.
+            var runtime = soxr_runtime_spec(1)
+            guard let state = soxr_create(Double(inputRate), Double(outputRate), UInt32(channels), &error, &io, &spec, &runtime),
+                error == nil
+            else {
+                throw .soxr(message: error.map { String(cString: $0) } ?? "soxr_create failed")
+            }
+            handle = .soxr(state)
+        }
+    }
+
+    deinit {
+        switch handle {
+        case .libsamplerate(let state, _): src_delete(state)
+        case .soxr(let state): soxr_delete(state)
+        }
+    }
+
+    /// Converts up to `frames` input frames into at most `capacity` output frames. With
+    /// `endOfInput`, the converter is flushed once the input is used up.
+    func process(
+        _ input: UnsafePointer<Float>, frames: Int, into output: UnsafeMutablePointer<Float>, capacity: Int,
+        endOfInput: Bool
+    ) -> (used: Int, generated: Int) {
+        switch handle {
+        case .libsamplerate(let state, let ratio):
+            var data = SRC_DATA()
+            data.data_in = input
+            data.input_frames = frames
+            data.data_out = output
+            data.output_frames = capacity
+            data.src_ratio = ratio
+            data.end_of_input = endOfInput ? 1 : 0
+            let status = src_process(state, &data)
+            // src_process fails only on invalid arguments, which `init` rules out.
+            precondition(status == 0, "src_process failed with status \(status)")
+            return (data.input_frames_used, data.output_frames_gen)
+        case .soxr(let state):
+            var used = 0
+            var generated = 0
+            // soxr is flushed by a call with no input at all.
+            let flushing = endOfInput && frames == 0
+            let error = soxr_process(
+                state, flushing ? nil : UnsafeRawPointer(input), flushing ? 0 : frames, &used,
+                UnsafeMutableRawPointer(output), capacity, &generated)
+            precondition(error == nil, "soxr_process failed")
+            return (used, generated)
+        }
+    }
+
+    func reset() {
+        switch handle {
+        case .libsamplerate(let state, _): src_reset(state)
+        case .soxr(let state): soxr_clear(state)
+        }
     }
 }

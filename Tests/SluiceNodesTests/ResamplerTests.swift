@@ -49,11 +49,11 @@ struct ResamplerTests {
         #expect(firstDifference(single.output, whole.output) == nil)
     }
 
-    static let sincQualities: [ResamplerQuality] = [.sincBest, .sincMedium, .sincFastest]
+    static let sincQualities: [ResamplerQuality] = [.sincBest, .sincMedium, .sincFastest] + ResamplerQuality.soxr
 
     /// A 1 kHz sine resampled and compared with the ideal sine at the output rate, away from
     /// the first and last 20 ms where the stream's edges ring.
-    @Test("a 1 kHz sine keeps SNR ≥ 90 dB through the sinc converters", arguments: sincQualities)
+    @Test("a 1 kHz sine keeps SNR ≥ 90 dB through the sinc converters and every soxr quality", arguments: sincQualities)
     func sineSNR(quality: ResamplerQuality) throws {
         for (inputRate, outputRate) in [(24_000, 48_000), (44_100, 48_000)] {
             let seconds = 1.0
@@ -107,6 +107,7 @@ struct ResamplerTests {
         switch quality {
         case .sincBest, .sincMedium, .sincFastest: #expect(resampler.latencyFrames > 0)
         case .zeroOrderHold, .linear: #expect(resampler.latencyFrames <= 4)
+        case .soxrVeryHigh, .soxrHigh, .soxrMedium, .soxrLow: #expect(resampler.latencyFrames > 0)
         }
     }
 
@@ -124,8 +125,10 @@ struct ResamplerTests {
         #expect(ResamplerError.unsupportedRate(384_000).description == "sample rate 384000 Hz is outside 1...192000 Hz")
     }
 
-    @Test("converter names are the graph-file names")
+    @Test("converter names are the graph-file names, and libsamplerate's come first")
     func names() {
-        #expect(ResamplerQuality.allCases.map(\.rawValue) == ["sinc-best", "sinc-medium", "sinc-fastest", "zero-order-hold", "linear"])
+        #expect(ResamplerQuality.libsamplerate.map(\.rawValue) == ["sinc-best", "sinc-medium", "sinc-fastest", "zero-order-hold", "linear"])
+        #expect(ResamplerQuality.soxr.map(\.rawValue) == ["soxr-vhq", "soxr-hq", "soxr-mq", "soxr-lq"])
+        #expect(ResamplerQuality.allCases.prefix(5).allSatisfy { $0.engine == .libsamplerate })
     }
 }
