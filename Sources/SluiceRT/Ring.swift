@@ -283,13 +283,13 @@ public struct RingConsumer<Element: BitwiseCopyable>: ~Copyable, @unchecked Send
         return layout.distance(from: head, to: cachedTail)
     }
 
-    /// Up to `maximum` readable elements as two contiguous regions, oldest first. Read them,
-    /// then `release` how many you are done with. The regions are read-only by contract.
+    /// Up to `maximum` readable elements as two contiguous read-only regions, oldest first.
+    /// Read them, then `release` how many you are done with.
     @inlinable
-    public mutating func readableRegions(maximum: Int = .max) -> RingRegions<Element> {
+    public mutating func readableRegions(maximum: Int = .max) -> ReadableRingRegions<Element> {
         let ready = readable(atLeast: maximum)
         let (first, second) = layout.regions(at: head, count: min(ready, maximum))
-        return RingRegions(first: first, second: second)
+        return ReadableRingRegions(first: UnsafeBufferPointer(first), second: UnsafeBufferPointer(second))
     }
 
     /// Frees the oldest `count` elements of the last `readableRegions` for the producer.
@@ -346,13 +346,30 @@ public struct RingConsumer<Element: BitwiseCopyable>: ~Copyable, @unchecked Send
 
 // MARK: - Regions and errors
 
-/// Two contiguous runs of ring slots: `first`, then `second` (empty unless the run wraps).
+/// Two contiguous runs of free ring slots to write into: `first`, then `second` (empty unless
+/// the run wraps).
 public struct RingRegions<Element> {
     public let first: UnsafeMutableBufferPointer<Element>
     public let second: UnsafeMutableBufferPointer<Element>
 
     @inlinable
     init(first: UnsafeMutableBufferPointer<Element>, second: UnsafeMutableBufferPointer<Element>) {
+        self.first = first
+        self.second = second
+    }
+
+    /// Elements in both runs.
+    @inlinable public var count: Int { first.count + second.count }
+}
+
+/// Two contiguous runs of readable elements, oldest first: `first`, then `second` (empty
+/// unless the run wraps).
+public struct ReadableRingRegions<Element> {
+    public let first: UnsafeBufferPointer<Element>
+    public let second: UnsafeBufferPointer<Element>
+
+    @inlinable
+    init(first: UnsafeBufferPointer<Element>, second: UnsafeBufferPointer<Element>) {
         self.first = first
         self.second = second
     }
