@@ -1,1 +1,55 @@
-print("bench")
+import Foundation
+
+// SluiceBenchmarks SUITE [--runs N]
+//
+// Measures Sluice against a reference, side by side in one process, and prints one JSON object
+// per figure on stdout. Progress goes to stderr. Run it through `scripts/bench`, which builds
+// in release mode first. See docs/benchmarks.md.
+
+/// Every suite, in the order `all` runs them. A new suite is one more entry.
+let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
+    ("ring", "SPSC ring vs jack_ringbuffer, two threads, 1 KiB and 4 KiB chunks", RingSuite.run),
+    ("resampler", "Resampler node vs raw libsamplerate, 24 kHz -> 48 kHz, each converter", ResamplerSuite.run),
+    ("nodes", "Aligner, Crossfader, Fader vs memcpy of the same data", NodesSuite.run),
+]
+
+let defaultRuns = 7
+
+@MainActor func usage() -> String {
+    var text = "usage: SluiceBenchmarks SUITE [--runs N]   (default --runs \(defaultRuns))\nsuites:\n"
+    for suite in suites { text += "  \(suite.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(suite.summary)\n" }
+    text += "  all        every suite above, in order\n"
+    return text
+}
+
+@MainActor func exitWithUsage(_ problem: String) -> Never {
+    FileHandle.standardError.write(Data(("SluiceBenchmarks: \(problem)\n" + usage()).utf8))
+    exit(2)
+}
+
+var arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(usage(), terminator: "")
+    exit(0)
+}
+guard let suiteName = arguments.popFirst() else { exitWithUsage("no suite given") }
+var runs = defaultRuns
+while let option = arguments.popFirst() {
+    switch option {
+    case "--runs":
+        guard let value = arguments.popFirst().flatMap({ Int($0) }), value > 0 else {
+            exitWithUsage("--runs needs a positive whole number")
+        }
+        runs = value
+    default:
+        exitWithUsage("unknown argument '\(option)'")
+    }
+}
+
+let selected = suiteName == "all" ? suites : suites.filter { $0.name == suiteName }
+if selected.isEmpty { exitWithUsage("unknown suite '\(suiteName)'") }
+for suite in selected {
+    FileHandle.standardError.write(Data("== \(suite.name) (\(runs) interleaved runs per figure)\n".utf8))
+    let seconds = secondsTaken { suite.run(runs) }
+    FileHandle.standardError.write(Data(String(format: "== %@ done in %.1f s\n", suite.name, seconds).utf8))
+}

@@ -59,7 +59,11 @@ final class RingCore<Element: BitwiseCopyable>: @unchecked Sendable {
         self.capacity = capacity
         // Allocate at least one element so the pointer is never dangling; capacity 0 never
         // touches it.
-        storage = UnsafeMutablePointer<Element>.allocate(capacity: max(capacity, 1))
+        // Cache-line aligned, so a chunk never shares its first line with unrelated data.
+        storage = UnsafeMutableRawPointer.allocate(
+            byteCount: max(capacity, 1) * MemoryLayout<Element>.stride,
+            alignment: max(Self.blockStride, MemoryLayout<Element>.alignment)
+        ).bindMemory(to: Element.self, capacity: max(capacity, 1))
         control = UnsafeMutableRawPointer.allocate(
             byteCount: 3 * Self.blockStride, alignment: Self.blockStride)
         for block in 0..<3 {
