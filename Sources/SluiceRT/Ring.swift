@@ -108,6 +108,16 @@ struct RingLayout<Element: BitwiseCopyable>: @unchecked Sendable {
         abandoned = (core.control + 2 * stride).assumingMemoryBound(to: Atomic<Int>.self)
     }
 
+    /// Marks that one half is gone. The halves share one counter, so each half that is still
+    /// alive sees a non-zero count exactly when its peer has left.
+    func leave() {
+        abandoned.pointee.add(1, ordering: .releasing)
+    }
+
+    var peerHasLeft: Bool {
+        abandoned.pointee.load(ordering: .acquiring) != 0
+    }
+
     /// Elements between two positions.
     @inlinable @inline(__always)
     func distance(from start: Int, to end: Int) -> Int {
@@ -160,16 +170,14 @@ public struct RingProducer<Element: BitwiseCopyable>: ~Copyable, @unchecked Send
     }
 
     deinit {
-        layout.abandoned.pointee.add(1, ordering: .releasing)
+        layout.leave()
     }
 
     /// The number of elements the ring holds when full.
     @inlinable public var capacity: Int { layout.capacity }
 
     /// True once the consumer has been dropped: nothing written now will ever be read.
-    public var isAbandoned: Bool {
-        layout.abandoned.pointee.load(ordering: .acquiring) != 0
-    }
+    public var isAbandoned: Bool { layout.peerHasLeft }
 
     /// Free slots right now. May grow at any time as the consumer reads; never shrinks
     /// except by this producer's own writes.
@@ -262,15 +270,13 @@ public struct RingConsumer<Element: BitwiseCopyable>: ~Copyable, @unchecked Send
     }
 
     deinit {
-        layout.abandoned.pointee.add(1, ordering: .releasing)
+        layout.leave()
     }
 
     @inlinable public var capacity: Int { layout.capacity }
 
     /// True once the producer has been dropped: what is readable now is all there will be.
-    public var isAbandoned: Bool {
-        layout.abandoned.pointee.load(ordering: .acquiring) != 0
-    }
+    public var isAbandoned: Bool { layout.peerHasLeft }
 
     /// Elements ready to read right now.
     @inlinable
