@@ -85,12 +85,7 @@ enum NodesSuite {
         // SAFETY: the passes filled `output` and `input` holds at least one sample.
         let firstCode = Int16(littleEndian: input.loadUnaligned(as: Int16.self))
         if output[0] != Float(firstCode) / 32_768 { fail("the Aligner's output does not match its input") }
-        Figure(
-            bench: "nodes.aligner", metric: "throughput", sluice: medians.sluice,
-            reference: medians.reference, unit: "frames/s",
-            referenceName: "memcpy of the same S16LE stereo bytes, \(blockBytes)-byte blocks",
-            runs: runs, goal: nil
-        ).emit()
+        emitAgainstMemcpy("nodes.aligner", medians, reference: "memcpy of the same S16LE stereo bytes, \(blockBytes)-byte blocks", runs: runs)
     }
 
     // MARK: Crossfader
@@ -137,12 +132,7 @@ enum NodesSuite {
                 node.reset()
             },
             referencePass: { copyFrames(from: input, to: output) })
-        Figure(
-            bench: "nodes.crossfader", metric: "throughput", sluice: medians.sluice,
-            reference: medians.reference, unit: "frames/s",
-            referenceName: "memcpy of the same Float32 stereo frames, \(blockFrames)-frame blocks",
-            runs: runs, goal: nil
-        ).emit()
+        emitAgainstMemcpy("nodes.crossfader", medians, reference: "memcpy of the same Float32 stereo frames, \(blockFrames)-frame blocks", runs: runs)
     }
 
     // MARK: Fader
@@ -171,12 +161,7 @@ enum NodesSuite {
                 node.reset()
             },
             referencePass: { copyFrames(from: input, to: output) })
-        Figure(
-            bench: "nodes.fader", metric: "throughput", sluice: medians.sluice,
-            reference: medians.reference, unit: "frames/s",
-            referenceName: "memcpy of the same Float32 stereo frames, \(blockFrames)-frame blocks",
-            runs: runs, goal: nil
-        ).emit()
+        emitAgainstMemcpy("nodes.fader", medians, reference: "memcpy of the same Float32 stereo frames, \(blockFrames)-frame blocks", runs: runs)
     }
 
     // MARK: Streaming helpers
@@ -252,5 +237,16 @@ enum NodesSuite {
             (buffer + index).initialize(to: 0.5 * noise.next())
         }
         return buffer
+    }
+
+    /// Prints one node's figure against `memcpy` (no goal: the copy is the physical limit).
+    private static func emitAgainstMemcpy(
+        _ bench: String, _ medians: (sluice: Double, reference: Double), reference: String, runs: Int
+    ) {
+        Figure(
+            bench: bench, metric: "throughput", sluice: medians.sluice,
+            reference: medians.reference, unit: "frames/s", referenceName: reference,
+            runs: runs, goal: nil
+        ).emit()
     }
 }

@@ -164,8 +164,10 @@ public final class Resampler {
             latencyFrames = 0
         } else {
             do {
-                state = try Converter(quality: quality, channels: channels, inputRate: inputRate, outputRate: outputRate)
-                latencyFrames = try Self.measureLatency(quality: quality, channels: channels, inputRate: inputRate, outputRate: outputRate)
+                let converter = try Converter(quality: quality, channels: channels, inputRate: inputRate, outputRate: outputRate)
+                latencyFrames = Self.measureLatency(of: converter, channels: channels, ratio: ratio)
+                converter.reset()
+                state = converter
             } catch {
                 stagedInput.deallocate()
                 stagedOutput.deallocate()
@@ -302,12 +304,9 @@ public final class Resampler {
         return (frames, frames)
     }
 
-    /// Feeds silence through a scratch converter and counts the output frames it keeps back.
-    private static func measureLatency(quality: ResamplerQuality, channels: Int, inputRate: Int, outputRate: Int)
-        throws(ResamplerError) -> Int
-    {
-        let converter = try Converter(quality: quality, channels: channels, inputRate: inputRate, outputRate: outputRate)
-        let ratio = Double(outputRate) / Double(inputRate)
+    /// Feeds silence through the new converter and counts the output frames it keeps back.
+    /// The caller resets the converter afterwards.
+    private static func measureLatency(of converter: Converter, channels: Int, ratio: Double) -> Int {
         let inputFrames = 16_384
         let outputFrames = Int((Double(inputFrames) * ratio).rounded(.up)) + 16
         let input = [Float](repeating: 0, count: inputFrames * channels)

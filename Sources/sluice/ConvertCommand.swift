@@ -14,6 +14,8 @@ struct ConvertCommand: ParsableCommand {
             """
     )
 
+    static let qualityNames = ResamplerQuality.allCases.map(\.rawValue).joined(separator: ", ")
+
     @Argument(help: "The sound file to read.")
     var input: String
 
@@ -26,7 +28,7 @@ struct ConvertCommand: ParsableCommand {
     @Option(name: .long, help: "Output channels (default: the input's).")
     var channels: Int?
 
-    @Option(name: .long, help: "Resampler converter: \(ResamplerQuality.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Option(name: .long, help: "Resampler converter: \(Self.qualityNames).")
     var quality: String = ResamplerQuality.sincMedium.rawValue
 
     @Option(name: .long, help: "Edge fade length in frames.")
@@ -43,7 +45,7 @@ struct ConvertCommand: ParsableCommand {
             throw ValidationError("--channels \(channels) is outside 1...\(Resampler.maximumChannels)")
         }
         if ResamplerQuality(rawValue: quality) == nil {
-            throw ValidationError("unknown --quality '\(quality)'; choose one of \(ResamplerQuality.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ValidationError("unknown --quality '\(quality)'; choose one of \(Self.qualityNames)")
         }
         if SampleFormat(name: format) == nil {
             throw ValidationError("unknown --format '\(format)'; choose s16le, s24le, s32le or f32le")

@@ -42,50 +42,30 @@ struct FileChain {
         let writer = try makeWriter(outputRate, outputChannels)
 
         var bytes = [UInt8](repeating: 0, count: block * format.bytesPerFrame)
-        var aligned = [Float](repeating: 0, count: block * channels)
-        var resampled = [Float](repeating: 0, count: outputBlock * channels)
-        var faded = [Float](repeating: 0, count: outputBlock * channels)
-        var mapped = [Float](repeating: 0, count: outputBlock * outputChannels)
+        let aligned = SampleBuffer(frames: block, channels: channels)
+        let resampled = SampleBuffer(frames: outputBlock, channels: channels)
+        let faded = SampleBuffer(frames: outputBlock, channels: channels)
+        let mapped = SampleBuffer(frames: outputBlock, channels: outputChannels)
         var report = Report(inputFormat: format, outputRate: outputRate, outputChannels: outputChannels)
 
-        /// Fader → channel map → file, for one block of resampled frames (empty to drain).
-        func fadeAndWrite(_ frames: Int) throws {
-            var offset = 0
-            repeat {
-                let (consumed, produced) = resampled.withUnsafeBufferPointer { source in
-                    faded.withUnsafeMutableBufferPointer { fader.process(UnsafeBufferPointer(rebasing: source[(offset * channels)..<(frames * channels)]), into: $0) }
-                }
-                offset += consumed
-                if produced > 0 { try write(faded, frames: produced) }
-                // The fader may take frames without giving any (it is filling its delay line);
-                // stop only when it does neither.
-                if consumed == 0 && produced == 0 { break }
-            } while offset < frames || frames == 0
-        }
-
-        func write(_ samples: [Float], frames: Int) throws {
+        func write(_ frames: Int) throws {
+            var samples = faded.start
             if let channelMap {
-                samples.withUnsafeBufferPointer { source in
-                    mapped.withUnsafeMutableBufferPointer { channelMap.process(source.baseAddress!, frames: frames, into: $0.baseAddress!) }
-                }
-                try mapped.withUnsafeBufferPointer { try writer.write($0.baseAddress!, frames: frames) }
-            } else {
-                try samples.withUnsafeBufferPointer { try writer.write($0.baseAddress!, frames: frames) }
+                channelMap.process(faded.start, frames: frames, into: mapped.start)
+                samples = mapped.start
             }
+            try writer.write(samples, frames: frames)
             report.outputFrames += frames
         }
 
-        /// Resampler → fader…, for one block of aligned frames (empty to drain).
+        /// Fader → channel map → file, for one block of resampled frames (0 to drain).
+        func fadeAndWrite(_ frames: Int) throws {
+            try pump({ fader.process($0, into: $1) }, resampled, frames: frames, into: faded, then: write)
+        }
+
+        /// Resampler → fader…, for one block of aligned frames (0 to drain).
         func resampleOnward(_ frames: Int) throws {
-            var offset = 0
-            repeat {
-                let (consumed, produced) = aligned.withUnsafeBufferPointer { source in
-                    resampled.withUnsafeMutableBufferPointer { resampler.process(UnsafeBufferPointer(rebasing: source[(offset * channels)..<(frames * channels)]), into: $0) }
-                }
-                offset += consumed
-                try fadeAndWrite(produced)
-                if consumed == 0 && produced == 0 { break }
-            } while offset < frames || (frames == 0 && !resampler.isFinished)
+            try pump({ resampler.process($0, into: $1) }, aligned, frames: frames, into: resampled, then: fadeAndWrite)
         }
 
         while true {
@@ -94,7 +74,7 @@ struct FileChain {
             var offset = 0
             while offset < count {
                 let (consumed, produced) = bytes.withUnsafeBytes { raw in
-                    aligned.withUnsafeMutableBufferPointer { aligner.process(UnsafeRawBufferPointer(rebasing: raw[offset..<count]), into: $0) }
+                    aligner.process(UnsafeRawBufferPointer(rebasing: raw[offset..<count]), into: aligned.all)
                 }
                 offset += consumed
                 report.inputFrames += produced
@@ -115,6 +95,22 @@ struct FileChain {
         return report
     }
 
+    /// Feeds `frames` frames of `input` through one stage into `output`, handing each batch
+    /// it produces to `next`; with `frames == 0`, drains the stage. A stage may take frames
+    /// without giving any (a delay line filling), so it stops only when the stage does neither.
+    private func pump(
+        _ stage: (UnsafeBufferPointer<Float>, UnsafeMutableBufferPointer<Float>) -> (Int, Int),
+        _ input: SampleBuffer, frames: Int, into output: SampleBuffer, then next: (Int) throws -> Void
+    ) rethrows {
+        var offset = 0
+        repeat {
+            let (consumed, produced) = stage(input.frames(offset..<frames), output.all)
+            offset += consumed
+            if produced > 0 { try next(produced) }
+            if consumed == 0 && produced == 0 { break }
+        } while offset < frames || frames == 0
+    }
+
     private static func channelMap(from input: Int, to output: Int) throws -> ChannelMap? {
         switch (input, output) {
         case _ where input == output: nil
@@ -124,5 +120,27 @@ struct FileChain {
             // Any other pair: repeat the input channels cyclically.
             try ChannelMap(inputChannels: input, routing: (0..<output).map { $0 % input })
         }
+    }
+}
+
+/// A block of interleaved samples the chain owns for the whole run.
+private final class SampleBuffer {
+    let channels: Int
+    let all: UnsafeMutableBufferPointer<Float>
+    var start: UnsafeMutablePointer<Float> { all.baseAddress! }
+
+    init(frames: Int, channels: Int) {
+        self.channels = channels
+        all = .allocate(capacity: frames * channels)
+        all.initialize(repeating: 0)
+    }
+
+    deinit {
+        all.deallocate()
+    }
+
+    /// Frames `range` as read-only input.
+    func frames(_ range: Range<Int>) -> UnsafeBufferPointer<Float> {
+        UnsafeBufferPointer(rebasing: all[(range.lowerBound * channels)..<(range.upperBound * channels)])
     }
 }

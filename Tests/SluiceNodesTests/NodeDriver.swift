@@ -16,7 +16,6 @@ struct NodeDriver {
     struct Result {
         var output: [Float] = []
         var markers: [Marker] = []
-        var frames: Int { 0 }
     }
 
     func run(input: [Float], markers: [Marker], process: Process, receive: Receive) -> Result {
