@@ -20,11 +20,14 @@ let package = Package(
     products: [
         .library(name: "SluiceRT", targets: ["SluiceRT"]),
         .library(name: "SluiceAudio", targets: ["SluiceAudio"]),
+        .library(name: "SluiceGraph", targets: ["SluiceGraph"]),
         .library(name: "SluiceNodes", targets: ["SluiceNodes"]),
+        .library(name: "SluiceConfig", targets: ["SluiceConfig"]),
         .executable(name: "sluice", targets: ["sluice"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // MARK: System-library shims
@@ -37,13 +40,21 @@ let package = Package(
         // MARK: Library modules
         .target(name: "SluiceRT"),
         .target(name: "SluiceAudio"),
-        .target(name: "SluiceNodes", dependencies: ["SluiceAudio", "CSampleRate", "CSoxr"]),
+        .target(name: "SluiceGraph", dependencies: ["SluiceRT", "SluiceAudio"]),
+        .target(
+            name: "SluiceNodes",
+            dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSndFile"]
+        ),
+        .target(
+            name: "SluiceConfig",
+            dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
+        ),
 
         // MARK: The command-line tool
         .executableTarget(
             name: "sluice",
             dependencies: [
-                "SluiceAudio", "SluiceNodes", "CSndFile",
+                "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "CSndFile",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -68,8 +79,13 @@ let package = Package(
         .testTarget(name: "SluiceAudioTests", dependencies: ["SluiceAudio", "SluiceTestSupport"]),
         .testTarget(
             name: "SluiceNodesTests",
-            dependencies: ["SluiceNodes", "SluiceAudio", "SluiceTestSupport", "CSampleRate"]
+            dependencies: ["SluiceNodes", "SluiceAudio", "SluiceGraph", "SluiceTestSupport", "CSampleRate", "CSndFile"]
         ),
+        .testTarget(
+            name: "SluiceGraphTests",
+            dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
+        ),
+        .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
         .testTarget(
             name: "SystemLibraryTests",
             dependencies: ["CJack", "CSampleRate", "CCurl", "CSndFile"]

@@ -1,0 +1,47 @@
+/// A place in a graph file (or in a one-line graph), 1-based.
+public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The file's path as the user gave it, or `<command line>` for a one-line graph.
+    public var file: String
+    public var line: Int
+    public var column: Int
+
+    public init(file: String, line: Int, column: Int) {
+        self.file = file
+        self.line = line
+        self.column = column
+    }
+
+    public var description: String { "\(file):\(line):\(column)" }
+}
+
+/// An error in a graph: where it is, what is wrong, and what would fix it. Printed in the
+/// compilers' style, `file:line:column: error: message`, with the fix on the next line.
+public struct GraphDiagnostic: Error, Sendable, Hashable, CustomStringConvertible {
+    public var location: SourceLocation?
+    public var message: String
+    public var fix: String?
+
+    public init(_ message: String, at location: SourceLocation?, fix: String? = nil) {
+        self.location = location
+        self.message = message
+        self.fix = fix
+    }
+
+    public var description: String {
+        var text = location.map { "\($0): error: " } ?? "error: "
+        text += message
+        if let fix { text += "\n  fix: " + fix }
+        return text
+    }
+}
+
+/// All the errors found in one graph, in file order.
+public struct GraphDiagnostics: Error, Sendable, Hashable, CustomStringConvertible {
+    public var diagnostics: [GraphDiagnostic]
+
+    public init(_ diagnostics: [GraphDiagnostic]) {
+        self.diagnostics = diagnostics
+    }
+
+    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+}

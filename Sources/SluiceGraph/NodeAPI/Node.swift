@@ -1,0 +1,179 @@
+import SluiceAudio
+
+// Thread tags used on every requirement below, as the CLAP headers tag theirs:
+//   [control]  the thread that builds, starts and stops the graph
+//   [worker]   the graph worker thread (processors) — never allocates after `prepare`
+//   [source]   the source's own thread (or the offline driver's)
+//   [any]      any thread
+
+/// A node in a graph. Implement `ProcessorNode`, `SourceNode` or `SinkNode`; this protocol
+/// holds what they share.
+///
+/// Lifecycle: created by its `NodeType`'s factory from checked parameters → formats decided
+/// (`outputFormats`) → `prepare` (the only place that allocates) → `process`/`receive` many
+/// times → `reset` (optional, back to a fresh stream) → `deactivate`.
+public protocol Node: AnyObject {
+    /// [control] The format leaving each output, given the format arriving on each input.
+    /// Throw a `FormatMismatch` naming the input and what it needed; the graph names the link
+    /// and the node to insert.
+    func outputFormats(
+        for inputs: [StreamFormat], context: FormatContext
+    ) throws(FormatMismatch) -> [StreamFormat]
+
+    /// [control] Allocates everything processing needs. Called once formats are known.
+    func prepare(_ context: PrepareContext) throws
+
+    /// [worker] Takes a marker its input `port` has reached, acts on it, and emits it (or what
+    /// it becomes) restamped to its own output positions with `io.emit`.
+    func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO)
+
+    /// [control] Forgets the stream: held audio, counters, positions. Formats stay.
+    func reset()
+
+    /// [control] Releases what `prepare` allocated.
+    func deactivate()
+
+    /// [control] Adds the node's counters to a run's report (dropped partial frames, …).
+    func report(into report: inout NodeReport)
+}
+
+extension Node {
+    /// By default a marker passes to every output at the same position: right for nodes
+    /// whose output positions equal their input positions.
+    public func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO) {
+        for output in 0..<io.outputCount { io.emit(marker, on: output) }
+    }
+    public func prepare(_ context: PrepareContext) throws {}
+    public func reset() {}
+    public func deactivate() {}
+    public func report(into report: inout NodeReport) {}
+}
+
+/// A node that moves audio from inputs to outputs on the graph worker thread.
+public protocol ProcessorNode: Node {
+    /// [worker] Moves as much audio as the views in `io` allow: read inputs, write outputs,
+    /// then `io.consume` and `io.produce` what was used. Input left unconsumed is offered
+    /// again. Called with empty inputs too, so a node can release what it holds (a
+    /// resampler's tail after the end of the stream). Never allocates, locks or blocks.
+    func process(_ io: inout ProcessIO)
+
+    /// [worker] The sink has run dry and nothing is waiting upstream: release audio held
+    /// back waiting for more input (the crossfader's tail, the fader's look-ahead), faded
+    /// out, so what was received plays. The default does nothing.
+    func drain(_ io: inout ProcessIO)
+}
+
+extension ProcessorNode {
+    public func drain(_ io: inout ProcessIO) {}
+}
+
+/// A node that produces audio on its own thread: a provider, a file, a test signal.
+public protocol SourceNode: Node {
+    /// [source] Writes into output 0 what is ready, up to the room `io` offers. May block on
+    /// I/O, but must return soon after `cancel()`.
+    ///
+    /// - Parameter time: seconds on the graph's clock (the sink's device time; virtual time
+    ///   offline). A source that paces itself returns `.waiting(until:)`.
+    func produce(_ io: inout ProcessIO, at time: Double) -> SourceStatus
+
+    /// [any] Asks a blocked or future `produce` to return `.finished` soon.
+    func cancel()
+
+    /// [control] Seconds of audio the whole stream will hold, when the source knows (a file, a
+    /// tone's duration); the `auto` playback strategy sizes its watermark from it.
+    var expectedDuration: Double? { get }
+}
+
+extension SourceNode {
+    public var expectedDuration: Double? { nil }
+}
+
+/// What a source's `produce` reports.
+public enum SourceStatus: Sendable {
+    /// Call again (when the output has room).
+    case more
+    /// Nothing more until the graph clock reaches this time, in seconds.
+    case waiting(until: Double)
+    /// The stream is complete; the graph appends the end-of-stream marker.
+    case finished
+    /// The source failed. What it produced still plays out, faded; the run reports this.
+    case failed(SourceFailure)
+}
+
+/// A source's failure, typed by the source (a provider's HTTP status, a file error) and told
+/// in a sentence.
+public struct SourceFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable, machine-readable name ("file-unreadable", "http-401").
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// A source fed with text: `--text`, `--text-file` and standard input go to these.
+public protocol TextDrivenSource: SourceNode {
+    /// [control] Queues a piece of text (a token, a sentence). Thread-safe against `produce`.
+    func receive(text: String)
+    /// [control] No more text will come; the source finishes once it has spoken the rest.
+    func finishText()
+}
+
+/// A node that ends the graph and plays what arrives, through a `Playhead`.
+public protocol SinkNode: Node {
+    /// [control] The rate this sink plays at, which `auto` rates upstream follow; nil when it
+    /// takes its input's rate.
+    var decidedRate: Int? { get }
+
+    /// [control] Live runs: starts whatever pulls audio from `playhead` (a device callback,
+    /// a clock thread). Returns at once.
+    func start(_ playhead: Playhead) throws
+
+    /// [control] Stops pulling; returns once `playhead` is no longer called.
+    func stop()
+
+    /// [source] Interleaved audio the playhead rendered, at the sink's format. Offline
+    /// drivers and clock threads call this; file sinks write it.
+    func write(_ samples: UnsafeBufferPointer<Float>) throws
+
+    /// [control] The stream has played out (or was cancelled): close files, flush.
+    func finish() throws
+}
+
+extension SinkNode {
+    public var decidedRate: Int? { nil }
+    public func write(_ samples: UnsafeBufferPointer<Float>) throws {}
+    public func finish() throws {}
+}
+
+/// What `prepare` is told.
+public struct PrepareContext: Sendable {
+    public var inputFormats: [StreamFormat]
+    public var outputFormats: [StreamFormat]
+    /// The most units (frames, or bytes on byte edges) a single `process` call will see on any
+    /// one port; size scratch buffers from it.
+    public var maximumUnits: Int
+    /// The graph block: frames a sink period holds.
+    public var blockFrames: Int
+
+    public init(inputFormats: [StreamFormat], outputFormats: [StreamFormat], maximumUnits: Int, blockFrames: Int) {
+        self.inputFormats = inputFormats
+        self.outputFormats = outputFormats
+        self.maximumUnits = maximumUnits
+        self.blockFrames = blockFrames
+    }
+}
+
+/// Counters a node adds to a run's report.
+public struct NodeReport: Sendable, Hashable {
+    /// Unfinished frames dropped at utterance boundaries (aligners).
+    public var droppedPartialFrames = 0
+    /// Named counters for anything else, printed by `--stats json`.
+    public var counters: [String: Int] = [:]
+
+    public init() {}
+}

@@ -1,0 +1,100 @@
+/// A node type: its descriptor and the factory that creates a node from checked parameters.
+public struct NodeType: Sendable {
+    public var descriptor: NodeDescriptor
+    /// [control] Creates a node. Throw `NodeCreationError` with a sentence a user can act on
+    /// ("cannot open 'voice.wav': no such file"); the graph reports it at the node's line.
+    public var make: @Sendable (NodeParameters) throws -> any Node
+
+    public init(_ descriptor: NodeDescriptor, make: @escaping @Sendable (NodeParameters) throws -> any Node) {
+        self.descriptor = descriptor
+        self.make = make
+    }
+}
+
+/// Why a factory could not create a node.
+public struct NodeCreationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+    /// What would fix it, or nil.
+    public var fix: String?
+    /// The parameter at fault, when there is one; the error points at its value.
+    public var parameter: String?
+
+    public init(_ message: String, fix: String? = nil, parameter: String? = nil) {
+        self.message = message
+        self.fix = fix
+        self.parameter = parameter
+    }
+
+    public var description: String { message }
+}
+
+/// The node types a graph file can name by `type:`. Built-in nodes, plugins and a program's
+/// own custom nodes all register here.
+public struct NodeRegistry: Sendable {
+    private var types: [String: NodeType] = [:]
+
+    public init() {}
+
+    public enum RegistrationError: Error, Sendable, Hashable, CustomStringConvertible {
+        case duplicate(String)
+
+        public var description: String {
+            switch self {
+            case .duplicate(let name): "a node type named '\(name)' is already registered"
+            }
+        }
+    }
+
+    /// Adds a node type; a second type with the same name is refused.
+    public mutating func register(_ type: NodeType) throws(RegistrationError) {
+        let name = type.descriptor.typeName
+        guard types[name] == nil else { throw .duplicate(name) }
+        types[name] = type
+    }
+
+    public func type(named name: String) -> NodeType? { types[name] }
+
+    /// Every registered type, sorted by name.
+    public var all: [NodeType] { types.values.sorted { $0.descriptor.typeName < $1.descriptor.typeName } }
+
+    /// Registered names close to `name`, closest first: for "did you mean" hints.
+    public func suggestions(for name: String) -> [String] {
+        closestNames(to: name, among: types.keys)
+    }
+}
+
+/// Names within a small edit distance of `name` (or sharing a prefix), closest first.
+public func closestNames(to name: String, among candidates: some Sequence<String>, limit: Int = 3) -> [String] {
+    let lowered = name.lowercased()
+    let scored = candidates.map { candidate -> (String, Int) in
+        let distance = editDistance(lowered, candidate.lowercased())
+        let prefix = candidate.lowercased().hasPrefix(lowered) || lowered.hasPrefix(candidate.lowercased())
+        return (candidate, prefix ? min(distance, 1) : distance)
+    }
+    let threshold = max(2, name.count / 3)
+    return scored.filter { $0.1 <= threshold }
+        .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+        .prefix(limit).map(\.0)
+}
+
+/// Levenshtein distance, with a transposition of neighbours counted as one edit.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous2 = [Int](repeating: 0, count: b.count + 1)
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        current[0] = i
+        for j in 1...b.count {
+            let cost = a[i - 1] == b[j - 1] ? 0 : 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                current[j] = min(current[j], previous2[j - 2] + 1)
+            }
+        }
+        (previous2, previous, current) = (previous, current, previous2)
+    }
+    return previous[b.count]
+}

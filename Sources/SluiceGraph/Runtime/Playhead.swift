@@ -1,0 +1,258 @@
+import Glibc
+import SluiceAudio
+import SluiceRT
+import Synchronization
+
+/// The sink end of a graph: takes audio from the sink's edge one device period at a time and
+/// decides, sample-accurately, what the device plays — silence until the watermark is
+/// reached, the audio, a fade-out into silence when the edge runs dry, a fade-in when it
+/// comes back, a fade-out on cancel.
+///
+/// `render` is the real-time path: it allocates nothing, takes no lock, does no I/O. It tells
+/// the rest of the graph what happened through a `DrainEvent` ring and atomics, and wakes the
+/// worker with a `WakeSignal` so freed room is refilled at once.
+///
+/// Threading: `render` from one thread at a time (the device's); the rest from any thread.
+public final class Playhead: @unchecked Sendable {
+    public let sampleRate: Int
+    public let channels: Int
+    /// Frames over which underruns and cancels fade.
+    public let fadeFrames: Int
+    /// Frames the sink's edge holds at most (`max-buffered`).
+    public let capacityFrames: Int
+
+    public enum State: Int, Sendable {
+        /// Waiting for the watermark (or the end of the stream).
+        case buffering
+        case playing
+        /// Played to the end, or cancelled.
+        case finished
+    }
+
+    // Written by the device thread, read anywhere.
+    private let stateValue = Atomic<Int>(State.buffering.rawValue)
+    private let deviceFramesValue = Atomic<Int>(0)
+    private let streamFramesValue = Atomic<Int>(0)
+    private let underrunsValue = Atomic<Int>(0)
+    private let droppedEventsValue = Atomic<Int>(0)
+    // Written by the control side, read by the device thread.
+    private let watermarkValue: Atomic<Int>
+    private let cancelRequested = Atomic<Bool>(false)
+
+    // Device-thread state.
+    private var audio: RingConsumer<Float>
+    private var markers: RingConsumer<Marker>
+    private var events: RingProducer<DrainEvent>
+    private let heldMarkers: UnsafeMutablePointer<Marker>
+    private var heldMarkerCount = 0
+    private var endPosition = Int.max
+    private var fadeInRemaining = 0
+    private var hasStarted = false
+    private let wake: WakeSignal?
+
+    /// Markers the playhead holds while it waits to reach their positions.
+    static let heldMarkerCapacity = 256
+
+    init(
+        sampleRate: Int, channels: Int, fadeFrames: Int, capacityFrames: Int,
+        watermarkFrames: Int, audio: consuming RingConsumer<Float>,
+        markers: consuming RingConsumer<Marker>, events: consuming RingProducer<DrainEvent>,
+        wake: WakeSignal?
+    ) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.fadeFrames = max(1, fadeFrames)
+        self.capacityFrames = capacityFrames
+        self.audio = audio
+        self.markers = markers
+        self.events = events
+        self.wake = wake
+        watermarkValue = Atomic(watermarkFrames)
+        heldMarkers = .allocate(capacity: Self.heldMarkerCapacity)
+    }
+
+    deinit {
+        heldMarkers.deallocate()
+    }
+
+    // MARK: Control side
+
+    public var state: State { State(rawValue: stateValue.load(ordering: .acquiring))! }
+    public var isFinished: Bool { state == .finished }
+    /// Frames the device has rendered, silence included: the graph's clock.
+    public var deviceFrames: Int { deviceFramesValue.load(ordering: .relaxed) }
+    /// Frames of audio played from the stream: the playback position.
+    public var playedFrames: Int { streamFramesValue.load(ordering: .relaxed) }
+    public var underruns: Int { underrunsValue.load(ordering: .relaxed) }
+    /// Events dropped because the event ring was full (the reader fell far behind).
+    public var droppedEvents: Int { droppedEventsValue.load(ordering: .relaxed) }
+
+    /// Frames to buffer before playing; `Int.max` waits for the end of the stream.
+    public var watermarkFrames: Int {
+        get { watermarkValue.load(ordering: .relaxed) }
+        set { watermarkValue.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Asks the playhead to fade out within `fadeFrames` and finish.
+    public func cancel() {
+        cancelRequested.store(true, ordering: .releasing)
+    }
+
+    // MARK: Device side
+
+    /// Posted by the graph whenever audio or markers reach the sink's edge; a device that
+    /// is not clocked (a file) sleeps on it.
+    public let dataArrived = WakeSignal()
+
+    /// [audio-thread] Whether `render(frames:)` would play audio without waiting for the
+    /// watermark or running dry: for unclocked sinks (files), which never want silence.
+    public func isReady(toRender frames: Int) -> Bool {
+        if cancelRequested.load(ordering: .acquiring) { return true }
+        let current = State(rawValue: stateValue.load(ordering: .relaxed))!
+        if current == .finished { return true }
+        collectMarkers()
+        let available = audio.availableElements() / channels
+        let position = streamFramesValue.load(ordering: .relaxed)
+        if position + available >= endPosition { return true }
+        let needed = current == .playing ? frames : max(frames, min(watermarkValue.load(ordering: .relaxed), capacityFrames))
+        return available >= needed
+    }
+
+    /// [audio-thread] Renders `frames` interleaved frames into `output`.
+    ///
+    /// - Returns: whether the stream has finished (played out or cancelled).
+    @discardableResult
+    public func render(into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+        let deviceStart = deviceFramesValue.load(ordering: .relaxed)
+        defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
+        var current = State(rawValue: stateValue.load(ordering: .relaxed))!
+        guard current != .finished else {
+            output.update(repeating: 0, count: frames * channels)
+            return true
+        }
+        collectMarkers()
+        var available = audio.availableElements() / channels
+        let position = streamFramesValue.load(ordering: .relaxed)
+        let ended = position + available >= endPosition
+
+        if cancelRequested.load(ordering: .acquiring) {
+            let faded = current == .playing ? min(available, fadeFrames) : 0
+            let written = take(faded, into: output)
+            applyFade(output, frames: written, fadingIn: false, offset: 0, length: written)
+            silence(output + written * channels, frames: frames - written)
+            finish(.cancelled, deviceFrame: deviceStart + written)
+            return true
+        }
+
+        var written = 0
+        if current == .buffering {
+            let watermark = max(watermarkValue.load(ordering: .relaxed), 1)
+            if available >= min(watermark, capacityFrames) || (ended && (available > 0 || position >= endPosition)) {
+                current = .playing
+                stateValue.store(current.rawValue, ordering: .releasing)
+                post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart, streamFrame: position)
+                if hasStarted { fadeInRemaining = fadeFrames }
+                hasStarted = true
+            } else {
+                silence(output, frames: frames)
+                return false
+            }
+        }
+
+        // Playing.
+        let wanted = min(frames, available)
+        written = take(wanted, into: output)
+        available -= written
+        if fadeInRemaining > 0 {
+            let length = min(fadeInRemaining, written)
+            applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
+            fadeInRemaining -= length
+        }
+        let after = streamFramesValue.load(ordering: .relaxed)
+        if after >= endPosition {
+            silence(output + written * channels, frames: frames - written)
+            finish(.finished, deviceFrame: deviceStart + written)
+            return true
+        }
+        if written < frames {
+            // The edge ran dry: fade out what was taken, silence the rest, re-arm.
+            let faded = min(written, fadeFrames)
+            applyFade(output + (written - faded) * channels, frames: faded, fadingIn: false, offset: 0, length: faded)
+            silence(output + written * channels, frames: frames - written)
+            fadeInRemaining = 0
+            underrunsValue.add(1, ordering: .relaxed)
+            stateValue.store(State.buffering.rawValue, ordering: .releasing)
+            post(.underrunStart, deviceFrame: deviceStart + written, streamFrame: after)
+        }
+        return false
+    }
+
+    /// Copies `frames` frames from the edge, posting the markers they pass.
+    private func take(_ frames: Int, into output: UnsafeMutablePointer<Float>) -> Int {
+        guard frames > 0 else { return 0 }
+        let copied = audio.pop(into: UnsafeMutableBufferPointer(start: output, count: frames * channels)) / channels
+        let start = streamFramesValue.load(ordering: .relaxed)
+        let end = start + copied
+        streamFramesValue.store(end, ordering: .releasing)
+        postReachedMarkers(upTo: end)
+        wake?.post()
+        return copied
+    }
+
+    /// Moves markers from the edge's marker ring into the held list, noting the end.
+    private func collectMarkers() {
+        while heldMarkerCount < Self.heldMarkerCapacity, let marker = markers.pop() {
+            if case .endOfStream = marker.event { endPosition = min(endPosition, marker.position) }
+            heldMarkers[heldMarkerCount] = marker
+            heldMarkerCount += 1
+        }
+    }
+
+    private func postReachedMarkers(upTo position: Int) {
+        var reached = 0
+        while reached < heldMarkerCount && heldMarkers[reached].position <= position {
+            let marker = heldMarkers[reached]
+            post(.marker, deviceFrame: deviceFramesValue.load(ordering: .relaxed), streamFrame: marker.position, marker: marker)
+            reached += 1
+        }
+        guard reached > 0 else { return }
+        (heldMarkers).update(from: heldMarkers + reached, count: heldMarkerCount - reached)
+        heldMarkerCount -= reached
+        collectMarkers()
+    }
+
+    private func finish(_ kind: DrainEvent.Kind, deviceFrame: Int) {
+        stateValue.store(State.finished.rawValue, ordering: .releasing)
+        post(kind, deviceFrame: deviceFrame, streamFrame: streamFramesValue.load(ordering: .relaxed))
+        wake?.post()
+    }
+
+    private func post(_ kind: DrainEvent.Kind, deviceFrame: Int, streamFrame: Int, marker: Marker? = nil) {
+        if !events.push(DrainEvent(kind: kind, deviceFrame: deviceFrame, streamFrame: streamFrame, marker: marker)) {
+            droppedEventsValue.add(1, ordering: .relaxed)
+        }
+    }
+
+    private func silence(_ output: UnsafeMutablePointer<Float>, frames: Int) {
+        guard frames > 0 else { return }
+        output.update(repeating: 0, count: frames * channels)
+    }
+
+    /// Raised-cosine gain over `length` frames; `offset` is where in the fade `output` starts.
+    private func applyFade(_ output: UnsafeMutablePointer<Float>, frames: Int, fadingIn: Bool, offset: Int, length: Int) {
+        guard frames > 0, length > 0 else { return }
+        for frame in 0..<frames {
+            // Fade-outs end at zero on the frame after the last one; fade-ins start from zero
+            // on the frame before the first one, so neither edge is a step.
+            let progress = Double(offset + frame + 1) / Double(length + 1)
+            let rising = Float(0.5 - 0.5 * cosPi(progress))
+            let gain = fadingIn ? rising : 1 - rising
+            for channel in 0..<channels { output[frame * channels + channel] *= gain }
+        }
+    }
+}
+
+@inline(__always)
+func cosPi(_ x: Double) -> Double {
+    cos(Double.pi * x)
+}
