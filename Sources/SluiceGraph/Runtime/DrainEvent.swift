@@ -1,4 +1,5 @@
 import SluiceAudio
+import SluiceRT
 
 /// What a playhead tells the rest of the graph, through a ring read off the real-time thread.
 /// Device frames count every frame the device rendered, silence included; stream frames count
@@ -33,4 +34,16 @@ public struct DrainEvent: Sendable, Hashable, BitwiseCopyable {
         self.streamFrame = streamFrame
         self.marker = marker
     }
+}
+
+/// The control side's end of a playhead's event ring: one reader thread.
+public final class DrainEventReader: @unchecked Sendable {
+    private var ring: RingConsumer<DrainEvent>
+
+    init(_ ring: consuming RingConsumer<DrainEvent>) {
+        self.ring = ring
+    }
+
+    /// The next event, or nil when none is waiting.
+    public func next() -> DrainEvent? { ring.pop() }
 }

@@ -1,0 +1,420 @@
+/// Checks a `GraphDescription` against a `NodeRegistry` and builds a `CompiledGraph`: node
+/// types and parameters, names, links and ports, cycles, and the format on every link (with
+/// `auto` rates taken from the sink downstream). Every problem becomes a `GraphDiagnostic`
+/// naming the place in the file and what would fix it; all are reported together.
+public struct GraphCompiler {
+    public struct Options: Sendable {
+        /// Whether a live device will drive the graph (nodes that are not real-time safe
+        /// refuse). Offline rendering is not live.
+        public var isLive: Bool
+        /// Plays every sink at this rate (`sluice render --rate`); nil keeps the sinks' own.
+        public var sinkRate: Int?
+
+        public init(isLive: Bool = false, sinkRate: Int? = nil) {
+            self.isLive = isLive
+            self.sinkRate = sinkRate
+        }
+    }
+
+    public let registry: NodeRegistry
+    public let options: Options
+
+    public init(registry: NodeRegistry, options: Options = Options()) {
+        self.registry = registry
+        self.options = options
+    }
+
+    /// - Throws: every problem found, in file order.
+    public func compile(_ description: GraphDescription) throws(GraphDiagnostics) -> CompiledGraph {
+        var state = CompileState(description: description)
+        createNodes(&state)
+        resolveLinks(&state)
+        guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
+        checkCompleteness(&state)
+        guard state.diagnostics.isEmpty, let order = topologicalOrder(&state) else { throw state.sortedDiagnostics }
+        let graph = negotiateFormats(&state, order: order)
+        guard state.diagnostics.isEmpty, let graph else { throw state.sortedDiagnostics }
+        return graph
+    }
+
+    // MARK: Nodes and parameters
+
+    private func createNodes(_ state: inout CompileState) {
+        var firstDeclared: [String: NodeDeclaration] = [:]
+        for declaration in state.description.nodes {
+            if let first = firstDeclared[declaration.name] {
+                state.error(
+                    "duplicate node name '\(declaration.name)' (first declared at \(first.location.map { "line \($0.line)" } ?? "an earlier entry"))",
+                    at: declaration.location, fix: "give each node its own name")
+                continue
+            }
+            firstDeclared[declaration.name] = declaration
+            guard let type = registry.type(named: declaration.type) else {
+                let close = registry.suggestions(for: declaration.type)
+                let fix = close.isEmpty
+                    ? "run `sluice nodes` to list the node types"
+                    : "did you mean " + close.map { "'\($0)'" }.joined(separator: " or ") + "?"
+                state.error("unknown node type '\(declaration.type)' for node '\(declaration.name)'",
+                            at: declaration.typeLocation ?? declaration.location, fix: fix)
+                continue
+            }
+            guard let parameters = checkParameters(declaration, type.descriptor, &state) else { continue }
+            let instance: any Node
+            do {
+                instance = try type.make(parameters)
+            } catch let error as NodeCreationError {
+                let location = error.parameter.flatMap { name in
+                    declaration.parameters.first { $0.name == name }?.valueLocation
+                } ?? declaration.location
+                state.error("node '\(declaration.name)' (\(declaration.type)): \(error.message)", at: location, fix: error.fix)
+                continue
+            } catch {
+                state.error("node '\(declaration.name)' (\(declaration.type)): \(error)", at: declaration.location)
+                continue
+            }
+            guard Self.kindMatches(instance, type.descriptor.kind) else {
+                state.error(
+                    "node type '\(declaration.type)' says it is a \(type.descriptor.kind.rawValue) but its node is not a \(type.descriptor.kind.rawValue)",
+                    at: declaration.typeLocation, fix: "make the factory return a \(type.descriptor.kind.rawValue) node")
+                continue
+            }
+            let inputs = Self.inputPorts(of: type.descriptor, parameters)
+            state.nodes.append(NodeEntry(
+                declaration: declaration, descriptor: type.descriptor, parameters: parameters,
+                instance: instance, inputPorts: inputs, outputPorts: type.descriptor.outputs))
+        }
+    }
+
+    private static func kindMatches(_ node: any Node, _ kind: NodeKind) -> Bool {
+        switch kind {
+        case .source: node is any SourceNode
+        case .processor: node is any ProcessorNode
+        case .sink: node is any SinkNode
+        }
+    }
+
+    /// A node's input ports in this graph: all declared ones, or the first `inputs` of them
+    /// for types with a variable input count.
+    static func inputPorts(of descriptor: NodeDescriptor, _ parameters: NodeParameters) -> [PortDescriptor] {
+        guard let name = descriptor.inputCountParameter else { return descriptor.inputs }
+        let count = min(parameters.integer(name), descriptor.inputs.count)
+        return Array(descriptor.inputs.prefix(count)).map { port in
+            var port = port
+            port.isRequired = true
+            return port
+        }
+    }
+
+    private func checkParameters(
+        _ declaration: NodeDeclaration, _ descriptor: NodeDescriptor, _ state: inout CompileState
+    ) -> NodeParameters? {
+        var values: [String: ParameterValue] = [:]
+        var valid = true
+        var seen: Set<String> = []
+        for parameter in declaration.parameters {
+            guard let expected = descriptor.parameter(named: parameter.name) else {
+                let close = closestNames(to: parameter.name, among: descriptor.parameters.map(\.name))
+                let fix = close.isEmpty
+                    ? (descriptor.parameters.isEmpty
+                        ? "'\(descriptor.typeName)' takes no parameters"
+                        : "its parameters are " + descriptor.parameters.map(\.name).joined(separator: ", "))
+                    : "did you mean " + close.map { "'\($0)'" }.joined(separator: " or ") + "?"
+                state.error("node '\(declaration.name)' (\(descriptor.typeName)) has no parameter '\(parameter.name)'",
+                            at: parameter.location, fix: fix)
+                valid = false
+                continue
+            }
+            guard seen.insert(parameter.name).inserted else {
+                state.error("parameter '\(parameter.name)' of node '\(declaration.name)' is given twice",
+                            at: parameter.location, fix: "keep one of them")
+                valid = false
+                continue
+            }
+            switch ParameterChecking.check(parameter.value, as: expected.type) {
+            case .success(let value):
+                values[parameter.name] = value
+            case .failure(let refusal):
+                let unit = expected.unit.map { " (\($0))" } ?? ""
+                state.error("parameter '\(parameter.name)'\(unit) of node '\(declaration.name)' \(refusal.message)",
+                            at: parameter.valueLocation ?? parameter.location,
+                            fix: refusal.fix ?? "\(parameter.name): \(expected.defaultValue.map(\.description) ?? "<\(expected.type)>") — \(expected.summary)")
+                valid = false
+            }
+        }
+        for expected in descriptor.parameters where values[expected.name] == nil && !seen.contains(expected.name) {
+            if let value = expected.defaultValue {
+                values[expected.name] = value
+            } else if expected.isRequired {
+                state.error("node '\(declaration.name)' (\(descriptor.typeName)) needs parameter '\(expected.name)'",
+                            at: declaration.location, fix: "add `\(expected.name): …` — \(expected.summary)")
+                valid = false
+            }
+        }
+        return valid ? NodeParameters(values, baseDirectory: state.description.baseDirectory) : nil
+    }
+
+    // MARK: Links
+
+    private func resolveLinks(_ state: inout CompileState) {
+        let names = state.description.nodes.map(\.name)
+        var inputLinks: [PortKey: LinkDeclaration] = [:]
+        var outputLinks: [PortKey: LinkDeclaration] = [:]
+        for link in state.description.links {
+            guard let from = resolve(link.from, output: true, names: names, &state),
+                  let to = resolve(link.to, output: false, names: names, &state) else { continue }
+            if let first = outputLinks[from] {
+                state.error("output '\(portName(from, output: true, state))' is linked twice (first at \(first.from.location.map { "line \($0.line)" } ?? "an earlier link"))",
+                            at: link.from.location, fix: "an output feeds one input; add a second output node or link once")
+                continue
+            }
+            if let first = inputLinks[to] {
+                state.error("input '\(portName(to, output: false, state))' is linked twice (first at \(first.to.location.map { "line \($0.line)" } ?? "an earlier link"))",
+                            at: link.to.location, fix: "mix the streams with a mixer: `- a -> mix.in1`, `- b -> mix.in2`, `- mix -> \(link.to.node)`")
+                continue
+            }
+            outputLinks[from] = link
+            inputLinks[to] = link
+            state.links.append(ResolvedLink(from: from, to: to, declaration: link))
+        }
+    }
+
+    private func resolve(_ reference: PortReference, output: Bool, names: [String], _ state: inout CompileState) -> PortKey? {
+        guard let index = state.nodes.firstIndex(where: { $0.declaration.name == reference.node }) else {
+            if names.contains(reference.node) { return nil }  // declared, but already reported
+            let close = closestNames(to: reference.node, among: names)
+            let fix = close.isEmpty
+                ? "declare '\(reference.node)' under `nodes:`"
+                : "did you mean " + close.map { "'\($0)'" }.joined(separator: " or ") + "?"
+            state.error("link to missing node '\(reference.node)'", at: reference.location, fix: fix)
+            return nil
+        }
+        let node = state.nodes[index]
+        let ports = output ? node.outputPorts : node.inputPorts
+        let side = output ? "output" : "input"
+        guard !ports.isEmpty else {
+            state.error("node '\(node.declaration.name)' (\(node.descriptor.typeName)) has no \(side)",
+                        at: reference.location,
+                        fix: output ? "a \(node.descriptor.kind.rawValue) ends a chain; link from it to nothing" : "a \(node.descriptor.kind.rawValue) starts a chain; nothing links into it")
+            return nil
+        }
+        guard let portName = reference.port else { return PortKey(node: index, port: 0) }
+        guard let port = ports.firstIndex(where: { $0.name == portName }) else {
+            let all = (output ? node.descriptor.outputs : node.descriptor.inputs).map(\.name)
+            let close = closestNames(to: portName, among: ports.map(\.name), limit: 1)
+            let fix: String
+            if all.contains(portName) {
+                fix = "'\(node.declaration.name)' has \(ports.count) \(side)s here; raise its `\(node.descriptor.inputCountParameter ?? "inputs")` parameter"
+            } else {
+                fix = (close.first.map { "did you mean '\($0)'? " } ?? "") + "its \(side)s are " + ports.map(\.name).joined(separator: ", ")
+            }
+            state.error("node '\(node.declaration.name)' (\(node.descriptor.typeName)) has no \(side) port '\(portName)'",
+                        at: reference.location, fix: fix)
+            return nil
+        }
+        return PortKey(node: index, port: port)
+    }
+
+    private func portName(_ key: PortKey, output: Bool, _ state: CompileState) -> String {
+        let node = state.nodes[key.node]
+        let ports = output ? node.outputPorts : node.inputPorts
+        return "\(node.declaration.name).\(ports[key.port].name)"
+    }
+
+    // MARK: Completeness and order
+
+    private func checkCompleteness(_ state: inout CompileState) {
+        let linkedInputs = Set(state.links.map(\.to))
+        let linkedOutputs = Set(state.links.map(\.from))
+        for (index, node) in state.nodes.enumerated() {
+            for (port, descriptor) in node.inputPorts.enumerated() where descriptor.isRequired {
+                guard !linkedInputs.contains(PortKey(node: index, port: port)) else { continue }
+                state.error("input '\(node.declaration.name).\(descriptor.name)' is not linked",
+                            at: node.declaration.location,
+                            fix: "link a node into it under `links:`, e.g. `- source -> \(node.declaration.name).\(descriptor.name)`")
+            }
+            for (port, descriptor) in node.outputPorts.enumerated() {
+                guard !linkedOutputs.contains(PortKey(node: index, port: port)) else { continue }
+                state.error("output '\(node.declaration.name).\(descriptor.name)' is not linked",
+                            at: node.declaration.location,
+                            fix: "link it on to a sink (`- \(node.declaration.name) -> out`) or remove the node")
+            }
+        }
+        if state.diagnostics.isEmpty && !state.nodes.contains(where: { $0.descriptor.kind == .sink }) {
+            state.error("the graph has no sink", at: state.description.nodes.first?.location,
+                        fix: "end the chain in a sink such as wav.sink, null.sink or jack.sink")
+        }
+    }
+
+    /// Kahn's algorithm; a node left over sits on a cycle, reported at the link closing it.
+    private func topologicalOrder(_ state: inout CompileState) -> [Int]? {
+        var incoming = [Int](repeating: 0, count: state.nodes.count)
+        for link in state.links { incoming[link.to.node] += 1 }
+        var ready = incoming.indices.filter { incoming[$0] == 0 }
+        var order: [Int] = []
+        while let next = ready.first {
+            ready.removeFirst()
+            order.append(next)
+            for link in state.links where link.from.node == next {
+                incoming[link.to.node] -= 1
+                if incoming[link.to.node] == 0 { ready.append(link.to.node) }
+            }
+        }
+        guard order.count < state.nodes.count else { return order }
+        // Walk back along links from a node on the cycle to name it in order.
+        let stuck = Set(incoming.indices.filter { incoming[$0] > 0 })
+        var path = [stuck.min()!]
+        var closing: ResolvedLink?
+        while closing == nil {
+            let link = state.links.first { $0.to.node == path.last! && stuck.contains($0.from.node) }!
+            if let start = path.firstIndex(of: link.from.node) {
+                path = Array(path[start...])
+                closing = link
+            } else {
+                path.append(link.from.node)
+            }
+        }
+        let names = path.reversed().map { state.nodes[$0].declaration.name }
+        state.error("links form a cycle: " + (names + [names[0]]).joined(separator: " -> "),
+                    at: closing!.declaration.to.location ?? closing!.declaration.from.location,
+                    fix: "remove one of these links; audio must flow one way from sources to sinks")
+        return nil
+    }
+
+    // MARK: Formats
+
+    private func negotiateFormats(_ state: inout CompileState, order: [Int]) -> CompiledGraph? {
+        let block = state.description.playback.blockFrames
+        // Backward: the rate the nearest sink downstream decides.
+        var downstreamRate = [Int?](repeating: nil, count: state.nodes.count)
+        for index in order.reversed() {
+            let node = state.nodes[index]
+            if let sink = node.instance as? any SinkNode {
+                downstreamRate[index] = options.sinkRate ?? sink.decidedRate
+            } else {
+                downstreamRate[index] = state.links.filter { $0.from.node == index }
+                    .lazy.compactMap { downstreamRate[$0.to.node] }.first
+            }
+        }
+        // Forward: each node's outputs from its inputs.
+        var outputFormats = [[StreamFormat]?](repeating: nil, count: state.nodes.count)
+        var inputFormats = [[StreamFormat]](repeating: [], count: state.nodes.count)
+        for index in order {
+            let node = state.nodes[index]
+            var inputs: [StreamFormat] = []
+            var known = true
+            for port in node.inputPorts.indices {
+                guard let link = state.links.first(where: { $0.to == PortKey(node: index, port: port) }) else {
+                    continue  // an optional input left unlinked
+                }
+                guard let format = outputFormats[link.from.node]?[link.from.port] else {
+                    known = false
+                    break
+                }
+                inputs.append(format)
+            }
+            guard known else { continue }  // upstream already failed
+            let context = FormatContext(downstreamRate: downstreamRate[index], blockFrames: block, isLive: options.isLive)
+            do throws(FormatMismatch) {
+                let outputs = try node.instance.outputFormats(for: inputs, context: context)
+                precondition(outputs.count == node.outputPorts.count,
+                             "'\(node.descriptor.typeName)' returned \(outputs.count) formats for \(node.outputPorts.count) outputs")
+                outputFormats[index] = outputs
+                inputFormats[index] = inputs
+            } catch {
+                reportMismatch(error, at: index, inputs: inputs, &state)
+            }
+        }
+        guard state.diagnostics.isEmpty else { return nil }
+
+        var positions: [Int: Int] = [:]
+        for (position, index) in order.enumerated() { positions[index] = position }
+        let nodes = order.map { index in
+            let entry = state.nodes[index]
+            return CompiledNode(
+                name: entry.declaration.name, descriptor: entry.descriptor, parameters: entry.parameters,
+                instance: entry.instance, inputPorts: entry.inputPorts, outputPorts: entry.outputPorts,
+                inputFormats: inputFormats[index], outputFormats: outputFormats[index] ?? [])
+        }
+        let edges = state.links.map { link in
+            CompiledEdge(
+                fromNode: positions[link.from.node]!, fromPort: link.from.port,
+                toNode: positions[link.to.node]!, toPort: link.to.port,
+                format: outputFormats[link.from.node]![link.from.port])
+        }
+        return CompiledGraph(
+            description: state.description, nodes: nodes, edges: edges,
+            playback: state.description.playback, isLive: options.isLive)
+    }
+
+    private func reportMismatch(_ mismatch: FormatMismatch, at index: Int, inputs: [StreamFormat], _ state: inout CompileState) {
+        let node = state.nodes[index]
+        let name = node.declaration.name
+        guard let link = state.links.first(where: { $0.to == PortKey(node: index, port: mismatch.input) }),
+              mismatch.input < inputs.count else {
+            state.error("node '\(name)' (\(node.descriptor.typeName)) cannot use its inputs", at: node.declaration.location)
+            return
+        }
+        let upstream = state.nodes[link.from.node].declaration.name
+        let format = inputs[mismatch.input]
+        let location = link.declaration.to.location ?? link.declaration.from.location
+        let message: String
+        let fix: String
+        switch mismatch.required {
+        case .medium(.frames):
+            message = "'\(name)' takes audio frames but '\(upstream)' gives \(format) bytes"
+            fix = "insert an aligner between '\(upstream)' (\(format) bytes) and '\(name)' (frames)"
+        case .medium(.bytes):
+            message = "'\(name)' takes PCM bytes but '\(upstream)' gives \(format) frames"
+            fix = "link '\(name)' straight from a byte source (a provider, bytes.source); nothing turns frames back into bytes"
+        case .sampleRate(let rate):
+            message = "sample rates differ: '\(upstream)' gives \(format.sampleRate) Hz, '\(name)' takes \(rate) Hz"
+            fix = "insert a resampler between '\(upstream)' (\(format.sampleRate) Hz) and '\(name)' (\(rate) Hz)"
+        case .channels(let channels):
+            message = "channel counts differ: '\(upstream)' gives \(channelWord(format.channels)), '\(name)' takes \(channelWord(channels))"
+            fix = "insert a channel-map between '\(upstream)' (\(channelWord(format.channels))) and '\(name)' (\(channelWord(channels)))"
+        case .other(let sentence):
+            message = "'\(name)' cannot take \(format) from '\(upstream)'"
+            fix = "use \(sentence)"
+        }
+        state.error("format mismatch: " + message, at: location, fix: fix)
+    }
+}
+
+struct PortKey: Hashable {
+    var node: Int
+    var port: Int
+}
+
+struct NodeEntry {
+    var declaration: NodeDeclaration
+    var descriptor: NodeDescriptor
+    var parameters: NodeParameters
+    var instance: any Node
+    var inputPorts: [PortDescriptor]
+    var outputPorts: [PortDescriptor]
+}
+
+struct ResolvedLink {
+    var from: PortKey
+    var to: PortKey
+    var declaration: LinkDeclaration
+}
+
+struct CompileState {
+    let description: GraphDescription
+    var nodes: [NodeEntry] = []
+    var links: [ResolvedLink] = []
+    var diagnostics: [GraphDiagnostic] = []
+
+    mutating func error(_ message: String, at location: SourceLocation?, fix: String? = nil) {
+        diagnostics.append(GraphDiagnostic(message, at: location ?? description.file.map { SourceLocation(file: $0, line: 1, column: 1) }, fix: fix))
+    }
+
+    var sortedDiagnostics: GraphDiagnostics {
+        GraphDiagnostics(diagnostics.enumerated().sorted { a, b in
+            let left = a.element.location.map { ($0.line, $0.column) } ?? (Int.max, 0)
+            let right = b.element.location.map { ($0.line, $0.column) } ?? (Int.max, 0)
+            return left != right ? left < right : a.offset < b.offset
+        }.map(\.element))
+    }
+}

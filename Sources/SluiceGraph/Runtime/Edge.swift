@@ -1,0 +1,211 @@
+import SluiceAudio
+import SluiceRT
+import Synchronization
+
+/// The writing end of an edge: an audio ring plus a marker ring, used by one thread (the
+/// upstream node's). Positions count units (frames, or bytes on byte edges) from the start of
+/// the stream. Subclasses hold the typed audio ring.
+class EdgeWriter {
+    let format: StreamFormat
+    private var markerRing: RingProducer<Marker>
+    /// Units committed so far; read from other threads for the buffered-audio figures.
+    let writtenUnits = Atomic<Int>(0)
+    /// Who sleeps waiting for this edge's data (the worker, or a playhead's device).
+    let readerWake: WakeSignal?
+
+    init(format: StreamFormat, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
+        self.format = format
+        markerRing = markers
+        self.readerWake = readerWake
+    }
+
+    /// The first contiguous stretch of free room.
+    func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) { fatalError("abstract") }
+    func commitAudio(_ units: Int) { fatalError("abstract") }
+    /// Markers that fit now.
+    func markerRoom() -> Int { markerRing.availableSlots() }
+    func push(_ marker: Marker) {
+        let pushed = markerRing.push(marker)
+        precondition(pushed, "marker ring full: check markerRoom first")
+    }
+
+    /// Makes `units` written units visible to the reader.
+    func commit(_ units: Int) {
+        guard units > 0 else { return }
+        commitAudio(units)
+        writtenUnits.add(units, ordering: .releasing)
+    }
+
+    func wakeReader() { readerWake?.post() }
+}
+
+final class FrameEdgeWriter: EdgeWriter {
+    private var audio: RingProducer<Float>
+    private let channels: Int
+
+    init(format: StreamFormat, audio: consuming RingProducer<Float>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
+        self.audio = audio
+        channels = format.channels
+        super.init(format: format, markers: markers, readerWake: readerWake)
+    }
+
+    override func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
+        let first = audio.writableRegions().first
+        return (UnsafeMutableRawPointer(first.baseAddress), first.count / channels)
+    }
+
+    override func commitAudio(_ units: Int) { audio.commit(units * channels) }
+}
+
+final class ByteEdgeWriter: EdgeWriter {
+    private var audio: RingProducer<UInt8>
+
+    init(format: StreamFormat, audio: consuming RingProducer<UInt8>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
+        self.audio = audio
+        super.init(format: format, markers: markers, readerWake: readerWake)
+    }
+
+    override func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
+        let first = audio.writableRegions().first
+        return (UnsafeMutableRawPointer(first.baseAddress), first.count)
+    }
+
+    override func commitAudio(_ units: Int) { audio.commit(units) }
+}
+
+/// The reading end of an edge, used by one thread (the worker).
+class EdgeReader {
+    let format: StreamFormat
+    private var markerRing: RingConsumer<Marker>
+    /// Units released so far: the reader's position on the edge.
+    private(set) var position = 0
+    private var peeked: Marker?
+    /// Whether the end-of-stream marker has been taken.
+    private(set) var hasEnded = false
+    /// Who sleeps waiting for room on this edge (a source thread), or nil for the worker.
+    let writerWake: WakeSignal?
+
+    init(format: StreamFormat, markers: consuming RingConsumer<Marker>, writerWake: WakeSignal?) {
+        self.format = format
+        markerRing = markers
+        self.writerWake = writerWake
+    }
+
+    func readableRegion() -> (base: UnsafeRawPointer?, units: Int) { fatalError("abstract") }
+    func releaseAudio(_ units: Int) { fatalError("abstract") }
+    func availableUnits() -> Int { fatalError("abstract") }
+
+    /// The next marker, without taking it.
+    func nextMarker() -> Marker? {
+        if peeked == nil { peeked = markerRing.pop() }
+        return peeked
+    }
+
+    /// The next marker if the reader has reached its position.
+    func takeReachedMarker() -> Marker? {
+        guard let marker = nextMarker(), marker.position <= position else { return nil }
+        peeked = nil
+        if case .endOfStream = marker.event { hasEnded = true }
+        return marker
+    }
+
+    /// Readable units, clamped so a read never passes the next marker.
+    func readableUnits() -> (base: UnsafeRawPointer?, units: Int) {
+        var region = readableRegion()
+        if let marker = nextMarker() { region.units = min(region.units, max(0, marker.position - position)) }
+        return region
+    }
+
+    func release(_ units: Int) {
+        guard units > 0 else { return }
+        releaseAudio(units)
+        position += units
+        writerWake?.post()
+    }
+}
+
+final class FrameEdgeReader: EdgeReader {
+    private var audio: RingConsumer<Float>
+    private let channels: Int
+
+    init(format: StreamFormat, audio: consuming RingConsumer<Float>, markers: consuming RingConsumer<Marker>, writerWake: WakeSignal?) {
+        self.audio = audio
+        channels = format.channels
+        super.init(format: format, markers: markers, writerWake: writerWake)
+    }
+
+    override func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
+        let first = audio.readableRegions().first
+        return (UnsafeRawPointer(first.baseAddress), first.count / channels)
+    }
+
+    override func releaseAudio(_ units: Int) { audio.release(units * channels) }
+    override func availableUnits() -> Int { audio.availableElements() / channels }
+}
+
+final class ByteEdgeReader: EdgeReader {
+    private var audio: RingConsumer<UInt8>
+
+    init(format: StreamFormat, audio: consuming RingConsumer<UInt8>, markers: consuming RingConsumer<Marker>, writerWake: WakeSignal?) {
+        self.audio = audio
+        super.init(format: format, markers: markers, writerWake: writerWake)
+    }
+
+    override func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
+        let first = audio.readableRegions().first
+        return (UnsafeRawPointer(first.baseAddress), first.count)
+    }
+
+    override func releaseAudio(_ units: Int) { audio.release(units) }
+    override func availableUnits() -> Int { audio.availableElements() }
+}
+
+/// Markers an edge holds at most. Nodes emit a few per call; the playhead keeps its own
+/// list of markers still ahead of the play position.
+let edgeMarkerCapacity = 256
+
+/// Builds an edge between two graph threads.
+func makeEdge(format: StreamFormat, capacityUnits: Int, readerWake: WakeSignal?, writerWake: WakeSignal?) -> (EdgeWriter, EdgeReader) {
+    let markers = makeRing(of: Marker.self, capacity: edgeMarkerCapacity)
+    let markerProducer = markers.producer
+    let markerConsumer = markers.consumer
+    switch format {
+    case .frames(_, let channels):
+        let ring = makeRing(of: Float.self, capacity: capacityUnits * channels)
+        let producer = ring.producer
+        let consumer = ring.consumer
+        return (
+            FrameEdgeWriter(format: format, audio: producer, markers: markerProducer, readerWake: readerWake),
+            FrameEdgeReader(format: format, audio: consumer, markers: markerConsumer, writerWake: writerWake))
+    case .bytes:
+        let ring = makeRing(of: UInt8.self, capacity: capacityUnits)
+        let producer = ring.producer
+        let consumer = ring.consumer
+        return (
+            ByteEdgeWriter(format: format, audio: producer, markers: markerProducer, readerWake: readerWake),
+            ByteEdgeReader(format: format, audio: consumer, markers: markerConsumer, writerWake: writerWake))
+    }
+}
+
+/// Builds the edge into a sink: its reading end is the sink's playhead.
+func makeSinkEdge(
+    rate: Int, channels: Int, capacityFrames: Int, fadeFrames: Int, watermarkFrames: Int,
+    eventCapacity: Int, workerWake: WakeSignal?
+) -> (FrameEdgeWriter, Playhead, DrainEventReader) {
+    let format = StreamFormat.frames(rate: rate, channels: channels)
+    let audio = makeRing(of: Float.self, capacity: capacityFrames * channels)
+    let markers = makeRing(of: Marker.self, capacity: edgeMarkerCapacity)
+    let events = makeRing(of: DrainEvent.self, capacity: eventCapacity)
+    let audioProducer = audio.producer
+    let audioConsumer = audio.consumer
+    let markerProducer = markers.producer
+    let markerConsumer = markers.consumer
+    let eventProducer = events.producer
+    let eventConsumer = events.consumer
+    let playhead = Playhead(
+        sampleRate: rate, channels: channels, fadeFrames: fadeFrames, capacityFrames: capacityFrames,
+        watermarkFrames: watermarkFrames, audio: audioConsumer, markers: markerConsumer,
+        events: eventProducer, wake: workerWake)
+    let writer = FrameEdgeWriter(format: format, audio: audioProducer, markers: markerProducer, readerWake: playhead.dataArrived)
+    return (writer, playhead, DrainEventReader(eventConsumer))
+}

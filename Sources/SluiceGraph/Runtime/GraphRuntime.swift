@@ -1,0 +1,170 @@
+import SluiceAudio
+
+/// A compiled graph made runnable: edges allocated, nodes prepared, slots for the worker and
+/// the sources, a playhead per sink. The offline driver and a live run both drive one of
+/// these; only who calls what, and on which thread, differs.
+final class GraphRuntime: @unchecked Sendable {
+    let graph: CompiledGraph
+    let processors: [ProcessorSlot]
+    let sources: [SourceSlot]
+    let sinks: [SinkSlot]
+    /// Posted when the worker has something to do (live runs); nil offline.
+    let workerWake: WakeSignal?
+    private var lastUnderruns: [Int]
+
+    /// Room of an edge between two nodes, in seconds of audio: enough for several blocks,
+    /// small enough that latency and memory stay low.
+    static let innerEdgeSeconds = 0.1
+
+    struct SinkSlot {
+        let name: String
+        let node: any SinkNode
+        let playhead: Playhead
+        let events: DrainEventReader
+        let writer: FrameEdgeWriter
+        var controller: FlowController
+    }
+
+    init(graph: CompiledGraph, live: Bool) throws {
+        self.graph = graph
+        let settings = graph.playback
+        let workerWake = live ? WakeSignal() : nil
+        self.workerWake = workerWake
+        let sourceWakes: [WakeSignal?] = graph.nodes.map { node in
+            live && node.descriptor.kind == .source ? WakeSignal() : nil
+        }
+
+        var writers = [[EdgeWriter?]](repeating: [], count: graph.nodes.count)
+        var readers = [[EdgeReader?]](repeating: [], count: graph.nodes.count)
+        for (index, node) in graph.nodes.enumerated() {
+            writers[index] = Array(repeating: nil, count: node.outputPorts.count)
+            readers[index] = Array(repeating: nil, count: node.inputPorts.count)
+        }
+        var sinks: [SinkSlot] = []
+        var largestUnits = 0
+        for edge in graph.edges {
+            let target = graph.nodes[edge.toNode]
+            if let sink = target.instance as? any SinkNode {
+                let rate = edge.format.sampleRate
+                let period = settings.blockFrames
+                let capacity = max(2 * period, Int((settings.maxBuffered * Double(rate)).rounded(.up)))
+                let controller = FlowController(
+                    strategy: settings.strategy, rate: rate, periodFrames: period,
+                    watermarkSeconds: settings.watermark, capacityFrames: capacity)
+                let (writer, playhead, events) = makeSinkEdge(
+                    rate: rate, channels: edge.format.channels, capacityFrames: capacity,
+                    fadeFrames: Self.fadeFrames(rate: rate), watermarkFrames: controller.initialWatermark,
+                    eventCapacity: 4096, workerWake: workerWake)
+                writers[edge.fromNode][edge.fromPort] = writer
+                sinks.append(SinkSlot(name: target.name, node: sink, playhead: playhead, events: events, writer: writer, controller: controller))
+            } else {
+                let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
+                let units = max(4 * settings.blockFrames * unitsPerFrame,
+                                Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
+                let fromSource = graph.nodes[edge.fromNode].descriptor.kind == .source
+                let (writer, reader) = makeEdge(
+                    format: edge.format, capacityUnits: units, readerWake: workerWake,
+                    writerWake: fromSource ? sourceWakes[edge.fromNode] : nil)
+                writers[edge.fromNode][edge.fromPort] = writer
+                readers[edge.toNode][edge.toPort] = reader
+                largestUnits = max(largestUnits, units)
+            }
+        }
+
+        var processors: [ProcessorSlot] = []
+        var sources: [SourceSlot] = []
+        for (index, node) in graph.nodes.enumerated() {
+            try node.instance.prepare(PrepareContext(
+                inputFormats: node.inputFormats, outputFormats: node.outputFormats,
+                maximumUnits: largestUnits, blockFrames: settings.blockFrames))
+            let ports = NodePorts(inputs: node.inputFormats, outputs: node.outputFormats)
+            switch node.instance {
+            case let source as any SourceNode:
+                sources.append(SourceSlot(
+                    name: node.name, node: source, ports: ports, output: writers[index][0]!, wake: sourceWakes[index]))
+            case let processor as any ProcessorNode:
+                processors.append(ProcessorSlot(
+                    name: node.name, node: processor, ports: ports,
+                    inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! }))
+            default:
+                break
+            }
+        }
+        self.processors = processors
+        self.sources = sources
+        self.sinks = sinks
+        lastUnderruns = Array(repeating: 0, count: sinks.count)
+    }
+
+    /// Underrun and cancel fades: 5 ms, as short as a fade can be without a click.
+    static func fadeFrames(rate: Int) -> Int { max(16, rate / 200) }
+
+    // MARK: Worker
+
+    /// Moves audio through every processor in topological order until nothing moves.
+    /// Returns whether anything moved.
+    @discardableResult
+    func workerPass() -> Bool {
+        var movedAtAll = false
+        var moved = true
+        while moved {
+            moved = false
+            for index in processors.indices {
+                let slot = processors[index]
+                var rounds = 0
+                while slot.step() {
+                    moved = true
+                    rounds += 1
+                    if rounds == 64 { break }
+                }
+            }
+            movedAtAll = movedAtAll || moved
+        }
+        if !movedAtAll && sinkStarved() {
+            for index in processors.indices where processors[index].drain() { movedAtAll = true }
+            if movedAtAll { workerPass() }
+        }
+        return movedAtAll
+    }
+
+    /// Whether a sink has had a new underrun since the last look.
+    private func sinkStarved() -> Bool {
+        var starved = false
+        for index in sinks.indices {
+            let sink = sinks[index]
+            let underruns = sink.playhead.underruns
+            if underruns != lastUnderruns[index] {
+                lastUnderruns[index] = underruns
+                starved = true
+            }
+        }
+        return starved
+    }
+
+    // MARK: Teardown
+
+    func deactivate() {
+        for node in graph.nodes { node.instance.deactivate() }
+    }
+
+    var droppedPartialFrames: Int {
+        var total = 0
+        for node in graph.nodes {
+            var report = NodeReport()
+            node.instance.report(into: &report)
+            total += report.droppedPartialFrames
+        }
+        return total
+    }
+
+    var counters: [String: Int] {
+        var all: [String: Int] = [:]
+        for node in graph.nodes {
+            var report = NodeReport()
+            node.instance.report(into: &report)
+            if report.droppedPartialFrames > 0 { all["\(node.name).dropped-partial-frames"] = report.droppedPartialFrames }
+            for (key, value) in report.counters { all["\(node.name).\(key)"] = value }
+        }
+        return all
+    }
+}

@@ -1,0 +1,170 @@
+import Synchronization
+
+/// Runs a graph live: each source on its own thread, one worker thread moving audio through
+/// the processors in topological order (sleeping on a semaphore when nothing can move), and
+/// each sink pulling from its playhead on its device's clock. The calling thread follows the
+/// drain events: flow control, timings, the end of the stream.
+///
+/// `cancel()` from any thread stops the sources, fades the sinks out within one fade length
+/// and lets `wait()` return; every thread is joined before it does.
+public final class LiveRun: @unchecked Sendable {
+    let runtime: GraphRuntime
+    private let stopRequested = Atomic<Bool>(false)
+    private let cancelRequested = Atomic<Bool>(false)
+    private let controlWake = WakeSignal()
+    private var threads: [GraphThread] = []
+    private var startedSinks: [any SinkNode] = []
+    private var wallStart = 0.0
+    private var statistics: RunStatistics
+
+    public init(graph: CompiledGraph) throws {
+        runtime = try GraphRuntime(graph: graph, live: true)
+        statistics = RunStatistics(runtime: runtime)
+    }
+
+    public var playheads: [Playhead] { runtime.sinks.map(\.playhead) }
+
+    /// Graph time: the first sink's device clock.
+    var graphTime: Double {
+        guard let playhead = runtime.sinks.first?.playhead else { return 0 }
+        return Double(playhead.deviceFrames) / Double(playhead.sampleRate)
+    }
+
+    /// Starts the threads and the sinks' devices.
+    public func start() throws {
+        precondition(threads.isEmpty, "a live run starts once")
+        wallStart = monotonicSeconds()
+        for source in runtime.sources {
+            threads.append(GraphThread(name: "sluice-source") { [self] in runSource(source) })
+        }
+        threads.append(GraphThread(name: "sluice-worker") { [self] in runWorker() })
+        do {
+            for sink in runtime.sinks {
+                try sink.node.start(sink.playhead)
+                startedSinks.append(sink.node)
+            }
+        } catch {
+            shutDown()
+            throw error
+        }
+    }
+
+    /// [any] Fades out, stops the sources and ends the run.
+    public func cancel() {
+        cancelRequested.store(true, ordering: .releasing)
+        controlWake.post()
+    }
+
+    /// Where playback stands now.
+    public var status: PlaybackStatus {
+        guard let sink = runtime.sinks.first else {
+            return PlaybackStatus(state: .finished, position: 0, bufferedSeconds: 0, secondsToBuffer: 0)
+        }
+        let playhead = sink.playhead
+        let rate = Double(playhead.sampleRate)
+        let buffered = sink.writer.writtenUnits.load(ordering: .relaxed) - playhead.playedFrames
+        let watermark = playhead.watermarkFrames
+        let toBuffer: Double? = switch playhead.state {
+        case .buffering: watermark == Int.max ? nil : Double(max(0, min(watermark, playhead.capacityFrames) - buffered)) / rate
+        case .playing, .finished: 0
+        }
+        return PlaybackStatus(
+            state: playhead.state, position: Double(playhead.playedFrames) / rate,
+            bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer)
+    }
+
+    /// Follows the run until every sink has played out or the run was cancelled, then joins
+    /// every thread and returns the report. Rethrows a sink's failure.
+    public func wait() throws -> RunReport {
+        var cancelled = false
+        while !runtime.sinks.allSatisfy({ $0.playhead.isFinished }) {
+            if !cancelled && cancelRequested.load(ordering: .acquiring) {
+                cancelled = true
+                for source in runtime.sources { source.node.cancel() }
+                for sink in runtime.sinks {
+                    sink.playhead.cancel()
+                    sink.playhead.dataArrived.post()
+                }
+            }
+            followEvents()
+            controlWake.wait(timeout: 0.005)
+        }
+        followEvents()
+        let failure = shutDown()
+        var report = statistics.report(graphSeconds: graphTime, wallSeconds: monotonicSeconds() - wallStart)
+        report.cancelled = cancelled
+        if let failure { throw failure }
+        return report
+    }
+
+    /// Starts the run and waits for it.
+    public func run() throws -> RunReport {
+        try start()
+        return try wait()
+    }
+
+    private func followEvents() {
+        let time = graphTime
+        statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
+        for (index, sink) in runtime.sinks.enumerated() {
+            while let event = sink.events.next() { statistics.record(event, sink: index) }
+            guard sink.controller.strategy == .auto, sink.playhead.state == .buffering,
+                  let source = runtime.sources.first else { continue }
+            let played = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
+            if let watermark = sink.controller.autoWatermark(
+                producedSeconds: source.producedSeconds, sourceFinished: source.finished.load(ordering: .acquiring),
+                elapsed: time, expectedDuration: source.node.expectedDuration, playedSeconds: played) {
+                sink.playhead.watermarkFrames = watermark
+            }
+        }
+    }
+
+    /// Stops devices, then threads; finishes sinks. Returns the first failure.
+    @discardableResult
+    private func shutDown() -> (any Error)? {
+        var failure: (any Error)?
+        for sink in startedSinks { sink.stop() }
+        stopRequested.store(true, ordering: .releasing)
+        for source in runtime.sources {
+            source.node.cancel()
+            source.wake?.post()
+        }
+        runtime.workerWake?.post()
+        for thread in threads { thread.join() }
+        threads.removeAll()
+        for sink in startedSinks {
+            do { try sink.finish() } catch { failure = failure ?? error }
+        }
+        startedSinks.removeAll()
+        runtime.deactivate()
+        return failure
+    }
+
+    // MARK: Threads
+
+    private func runSource(_ source: SourceSlot) {
+        while !stopRequested.load(ordering: .acquiring) {
+            switch source.step(at: graphTime) {
+            case .progressed:
+                continue
+            case .full:
+                source.wake?.wait(timeout: 0.05)
+            case .waiting:
+                // Paced sources wait on the device clock, which moves a period at a time.
+                sleep(seconds: 0.001)
+            case .idle:
+                sleep(seconds: 0.001)
+            case .finished:
+                return
+            }
+        }
+    }
+
+    private func runWorker() {
+        while !stopRequested.load(ordering: .acquiring) {
+            if !runtime.workerPass() {
+                runtime.workerWake?.wait(timeout: 0.05)
+            }
+        }
+    }
+}

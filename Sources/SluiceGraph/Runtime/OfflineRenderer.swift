@@ -1,0 +1,183 @@
+import Synchronization
+
+/// Runs a graph on a virtual clock, as fast as the machine allows: each tick, the sources
+/// produce what they may by that time, the worker moves everything it can, and each sink's
+/// playhead renders one block — exactly what a device would have played, watermark, pacing
+/// and underruns included. The output is bit-identical from run to run.
+///
+/// It stands in for any sink: with `output` set, each sink's audio goes there (a file for
+/// `sluice render`) instead of to the sink, so a graph written for JACK renders unchanged.
+/// Silence before playback starts is not delivered; silence from underruns is.
+public final class OfflineRenderer: @unchecked Sendable {
+    public enum RenderError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// Nothing moved for a long stretch of graph time and no source is waiting for a
+        /// later time: the graph can never finish.
+        case stalled(graphSeconds: Double, detail: String)
+
+        public var description: String {
+            switch self {
+            case .stalled(let seconds, let detail):
+                "the graph stalled at \(format(seconds)) s: nothing moved for \(format(OfflineRenderer.stallSeconds)) s of graph time (\(detail))"
+            }
+        }
+    }
+
+    /// One tick, as an observer sees it after the sinks rendered.
+    public struct Tick: Sendable {
+        public var index: Int
+        /// Graph time at the start of the tick.
+        public var time: Double
+        /// Frames in the first sink's buffer before it rendered.
+        public var bufferedFrames: Int
+        public var state: Playhead.State
+    }
+
+    static let stallSeconds = 60.0
+
+    let runtime: GraphRuntime
+    private let cancelRequested = Atomic<Bool>(false)
+    /// Where each sink's audio goes instead of the sink: (sink index, interleaved samples).
+    public var output: ((Int, UnsafeBufferPointer<Float>) throws -> Void)?
+    /// Called after every tick (tests watch the flow control with it).
+    public var observer: ((Tick) -> Void)?
+
+    public init(graph: CompiledGraph) throws {
+        runtime = try GraphRuntime(graph: graph, live: false)
+    }
+
+    /// The sinks' playheads, in graph order.
+    public var playheads: [Playhead] { runtime.sinks.map(\.playhead) }
+
+    /// [any] Fades out and ends the render at the next tick.
+    public func cancel() {
+        cancelRequested.store(true, ordering: .releasing)
+    }
+
+    /// Renders until every sink has played out (or the render is cancelled).
+    ///
+    /// - Parameter progress: called now and then with the fraction done, when the primary
+    ///   source knows its length.
+    public func run(progress: ((Double) -> Void)? = nil) throws -> RunReport {
+        let wallStart = monotonicSeconds()
+        defer { runtime.deactivate() }
+        var statistics = RunStatistics(runtime: runtime)
+        let block = runtime.graph.playback.blockFrames
+        let sinks = runtime.sinks
+        guard let primary = sinks.first else { return RunReport() }
+        let buffers = sinks.map { sink in
+            UnsafeMutablePointer<Float>.allocate(capacity: (block * sink.playhead.sampleRate / primary.playhead.sampleRate + 2) * sink.playhead.channels)
+        }
+        defer { for buffer in buffers { buffer.deallocate() } }
+        var started = [Int?](repeating: nil, count: sinks.count)
+        var ended = [Int?](repeating: nil, count: sinks.count)
+        var cancelled = false
+        var lastMovement = 0.0
+        let expected = runtime.sources.first?.node.expectedDuration
+
+        var tick = 0
+        while true {
+            let time = Double(tick * block) / Double(primary.playhead.sampleRate)
+            if !cancelled && cancelRequested.load(ordering: .acquiring) {
+                cancelled = true
+                for source in runtime.sources { source.node.cancel() }
+                for sink in sinks { sink.playhead.cancel() }
+            }
+            var anyWaiting = false
+            if moveEverything(at: time, anyWaiting: &anyWaiting) { lastMovement = time }
+            statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
+            for index in sinks.indices { updateWatermark(index, time: time) }
+            let buffered = sinks[0].writer.writtenUnits.load(ordering: .relaxed) - sinks[0].playhead.playedFrames
+
+            for index in sinks.indices where !sinks[index].playhead.isFinished || ended[index] == nil {
+                let sink = sinks[index]
+                let rate = sink.playhead.sampleRate
+                let first = tick * block * rate / primary.playhead.sampleRate
+                let frames = (tick + 1) * block * rate / primary.playhead.sampleRate - first
+                sink.playhead.render(into: buffers[index], frames: frames)
+                while let event = sink.events.next() {
+                    statistics.record(event, sink: index)
+                    switch event.kind {
+                    case .started: if started[index] == nil { started[index] = event.deviceFrame }
+                    case .finished, .cancelled: ended[index] = event.deviceFrame
+                    default: break
+                    }
+                }
+                if let start = started[index] {
+                    let from = max(start, first) - first
+                    let to = min(ended[index] ?? Int.max, first + frames) - first
+                    if to > from {
+                        let samples = UnsafeBufferPointer(
+                            start: buffers[index] + from * sink.playhead.channels, count: (to - from) * sink.playhead.channels)
+                        if let output { try output(index, samples) } else { try sink.node.write(samples) }
+                    }
+                }
+                if sink.playhead.isFinished && ended[index] == nil { ended[index] = first + frames }
+            }
+            observer?(Tick(index: tick, time: time, bufferedFrames: buffered, state: sinks[0].playhead.state))
+            if let expected, expected > 0, tick % 512 == 0 {
+                progress?(min(1, Double(sinks[0].playhead.playedFrames) / (expected * Double(primary.playhead.sampleRate))))
+            }
+            if allFinished(sinks) { break }
+            if !anyWaiting && time - lastMovement > Self.stallSeconds {
+                let states = runtime.sources.map { "\($0.name): \($0.isFinished ? "finished" : "not finished")" }
+                throw RenderError.stalled(graphSeconds: time, detail: states.joined(separator: ", "))
+            }
+            tick += 1
+        }
+        for sink in sinks where output == nil { try sink.node.finish() }
+        progress?(1)
+        let endTime = Double((tick + 1) * block) / Double(primary.playhead.sampleRate)
+        var report = statistics.report(graphSeconds: endTime, wallSeconds: monotonicSeconds() - wallStart)
+        report.cancelled = cancelled
+        return report
+    }
+
+    /// Sources produce and the worker moves audio until neither can do more at `time`.
+    private func moveEverything(at time: Double, anyWaiting: inout Bool) -> Bool {
+        var movedAtAll = false
+        var moved = true
+        while moved {
+            moved = false
+            for index in runtime.sources.indices {
+                let source = runtime.sources[index]
+                var idle = 0
+                loop: while true {
+                    switch source.step(at: time) {
+                    case .progressed:
+                        moved = true
+                    case .idle:
+                        idle += 1
+                        if idle == 64 { break loop }
+                    case .waiting:
+                        anyWaiting = true
+                        break loop
+                    case .full, .finished:
+                        break loop
+                    }
+                }
+            }
+            if runtime.workerPass() { moved = true }
+            movedAtAll = movedAtAll || moved
+        }
+        return movedAtAll
+    }
+
+    /// A loop, not `allSatisfy`: this runs every tick and must not allocate, even unoptimized.
+    private func allFinished(_ sinks: [GraphRuntime.SinkSlot]) -> Bool {
+        for index in sinks.indices where !sinks[index].playhead.isFinished { return false }
+        return true
+    }
+
+    private func updateWatermark(_ index: Int, time: Double) {
+        let sink = runtime.sinks[index]
+        guard sink.controller.strategy == .auto, sink.playhead.state == .buffering,
+              !runtime.sources.isEmpty else { return }
+        let source = runtime.sources[0]
+        let played = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
+        if let watermark = sink.controller.autoWatermark(
+            producedSeconds: source.producedSeconds, sourceFinished: source.isFinished, elapsed: time,
+            expectedDuration: source.node.expectedDuration, playedSeconds: played) {
+            sink.playhead.watermarkFrames = watermark
+        }
+    }
+}

@@ -1,0 +1,42 @@
+/// Timings and counters of one run, printed by `--stats json`. Times are seconds on the
+/// graph clock (the sink device's time; virtual time offline) from the start of the run.
+public struct RunReport: Sendable, Hashable, Codable {
+    /// When the first audio reached the sink's buffer.
+    public var timeToFirstBuffer: Double?
+    /// When the sink started playing (the watermark was reached).
+    public var timeToFirstAudio: Double?
+    /// Audio played, in seconds.
+    public var audioSeconds: Double = 0
+    /// Seconds of graph time the primary source spent producing per second of audio (not
+    /// counting time it waited on a full buffer): below 1 is faster than real time.
+    public var sourceRealTimeFactor: Double?
+    public var underruns = 0
+    public var droppedPartialFrames = 0
+    /// The most audio the sink held, in seconds.
+    public var peakBufferedSeconds = 0.0
+    /// The watermark playback last started from, in seconds (after `auto` sized it).
+    public var watermarkSeconds: Double?
+    /// Wall-clock seconds the run took.
+    public var wallSeconds = 0.0
+    /// Graph-clock seconds the run took.
+    public var graphSeconds = 0.0
+    public var cancelled = false
+    /// Source failures, as "node: message".
+    public var failures: [String] = []
+    /// Node counters, as "node.counter".
+    public var counters: [String: Int] = [:]
+
+    public init() {}
+}
+
+/// Where playback stands during a live run (the figures speech libraries expose).
+public struct PlaybackStatus: Sendable, Hashable {
+    public var state: Playhead.State
+    /// Seconds of audio played.
+    public var position: Double
+    /// Seconds of audio in the sink's buffer.
+    public var bufferedSeconds: Double
+    /// Seconds still to buffer before playback starts (0 while playing); nil while `auto` is
+    /// still measuring or `generate-first` waits for the end.
+    public var secondsToBuffer: Double?
+}

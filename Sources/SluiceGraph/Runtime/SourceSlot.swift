@@ -1,0 +1,124 @@
+import SluiceAudio
+import Synchronization
+
+/// Runs one source: offers it the room on its output edge, moves what it produced, and ends
+/// the stream with an end-of-stream marker (after a discontinuity, when it failed, so what
+/// was produced fades out).
+final class SourceSlot: @unchecked Sendable {
+    let name: String
+    let node: any SourceNode
+    let ports: NodePorts
+    let output: EdgeWriter
+    /// Posted by the worker when room frees up on the output edge (live runs).
+    let wake: WakeSignal?
+
+    enum Step: Equatable {
+        case progressed
+        /// The output edge is full: backpressure.
+        case full
+        /// Nothing until the graph clock reaches this time.
+        case waiting(until: Double)
+        /// Produce returned with nothing (blocked on I/O, or woken).
+        case idle
+        case finished
+    }
+
+    private(set) var isFinished = false
+    private(set) var failure: SourceFailure?
+    private var waitingUntil: Double?
+    private var endPending = false
+    // Timings, in graph-clock seconds.
+    private(set) var firstOutputTime: Double?
+    private(set) var finishTime: Double?
+    private var blockedSince: Double?
+    private(set) var blockedSeconds = 0.0
+    /// Units produced so far; read by the flow controller on another thread.
+    let producedUnits = Atomic<Int>(0)
+    let finished = Atomic<Bool>(false)
+
+    init(name: String, node: any SourceNode, ports: NodePorts, output: EdgeWriter, wake: WakeSignal?) {
+        self.name = name
+        self.node = node
+        self.ports = ports
+        self.output = output
+        self.wake = wake
+    }
+
+    var producedSeconds: Double {
+        Double(producedUnits.load(ordering: .relaxed)) / Double(output.format.unitsPerSecond)
+    }
+
+    /// One call to the source at graph time `time`.
+    func step(at time: Double) -> Step {
+        if isFinished { return .finished }
+        if endPending { return pushEnd(at: time) }
+        if let until = waitingUntil {
+            guard time >= until else { return .waiting(until: until) }
+            waitingUntil = nil
+        }
+        let region = output.writableRegion()
+        guard region.units > 0, output.markerRoom() >= NodePorts.markerCapacity else {
+            if blockedSince == nil { blockedSince = time }
+            return .full
+        }
+        if let since = blockedSince {
+            blockedSeconds += time - since
+            blockedSince = nil
+        }
+        ports.setOutput(0, base: region.base, units: region.units)
+        var io = ProcessIO(ports)
+        let status = node.produce(&io, at: time)
+        let produced = ports.produced(output: 0)
+        flushMarkers()
+        if produced > 0 {
+            if firstOutputTime == nil { firstOutputTime = time }
+            output.commit(produced)
+            producedUnits.add(produced, ordering: .relaxed)
+            output.wakeReader()
+        }
+        switch status {
+        case .more:
+            return produced > 0 ? .progressed : .idle
+        case .waiting(let until):
+            waitingUntil = until
+            return produced > 0 ? .progressed : .waiting(until: until)
+        case .finished:
+            endPending = true
+            return pushEnd(at: time)
+        case .failed(let failure):
+            self.failure = failure
+            endPending = true
+            return pushEnd(at: time)
+        }
+    }
+
+    private func pushEnd(at time: Double) -> Step {
+        guard output.markerRoom() >= 2 else { return .full }
+        let position = output.writtenUnits.load(ordering: .relaxed)
+        if failure != nil { output.push(Marker(position: position, event: .discontinuity, isDiscontinuous: true)) }
+        output.push(Marker(position: position, event: .endOfStream))
+        output.wakeReader()
+        endPending = false
+        isFinished = true
+        finishTime = time
+        finished.store(true, ordering: .releasing)
+        return .finished
+    }
+
+    private func flushMarkers() {
+        let count = ports.markerCount(output: 0)
+        guard count > 0 else { return }
+        for index in 0..<count { output.push(ports.marker(index, output: 0)) }
+        ports.removeMarkers(output: 0)
+    }
+
+    /// Seconds of graph time the source spent producing (not blocked by a full edge), per
+    /// second of audio: its real-time factor. Nil before it produced anything.
+    func realTimeFactor(now: Double) -> Double? {
+        let seconds = producedSeconds
+        guard seconds > 0 else { return nil }
+        let end = finishTime ?? now
+        let blocked = blockedSeconds + (blockedSince.map { end - $0 } ?? 0)
+        return max(0, end - blocked) / seconds
+    }
+}
