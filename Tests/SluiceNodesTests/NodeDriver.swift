@@ -78,12 +78,3 @@ func interleave(_ channels: [[Float]]) -> [Float] {
 func channel(_ index: Int, of samples: [Float], channels: Int) -> [Float] {
     stride(from: index, to: samples.count, by: channels).map { samples[$0] }
 }
-
-/// Describes the first difference between two sample arrays, or nil when they are equal.
-/// Tests print this instead of whole arrays.
-func firstDifference(_ actual: [Float], _ expected: [Float]) -> String? {
-    if actual == expected { return nil }
-    if actual.count != expected.count { return "\(actual.count) samples, expected \(expected.count)" }
-    let index = actual.indices.first { actual[$0] != expected[$0] }!
-    return "sample \(index): \(actual[index]), expected \(expected[index])"
-}

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// A joinable POSIX thread running a closure: the graph's worker and source threads, and the
 /// clock threads of sinks with no device of their own.
@@ -7,9 +8,17 @@ public final class GraphThread: @unchecked Sendable {
     private var handle = pthread_t()
     private var joined = false
 
+    /// Threads started and not yet returned, process-wide: tests check that runs leak none.
+    public static var running: Int { runningCount.load(ordering: .acquiring) }
+    private static let runningCount = Atomic<Int>(0)
+
     /// Starts `body` on a new thread; `name` says what it is for, in debuggers.
     public init(name: String, _ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(ThreadBody(name: name, body: body))
+        Self.runningCount.add(1, ordering: .relaxed)
+        let box = Unmanaged.passRetained(ThreadBody(name: name, body: {
+            body()
+            GraphThread.runningCount.subtract(1, ordering: .releasing)
+        }))
         let result = pthread_create(&handle, nil, { raw in
             // SAFETY: `raw` is the retained ThreadBody passed below; taken back exactly once.
             let body = Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue()

@@ -79,8 +79,9 @@ public final class LiveRun: @unchecked Sendable {
         var cancelled = false
         while !runtime.sinks.allSatisfy({ $0.playhead.isFinished }) {
             if !cancelled && cancelRequested.load(ordering: .acquiring) {
+                // The playheads fade out first; the sources stop once they have, so the end
+                // of the stream cannot overtake the fade.
                 cancelled = true
-                for source in runtime.sources { source.node.cancel() }
                 for sink in runtime.sinks {
                     sink.playhead.cancel()
                     sink.playhead.dataArrived.post()

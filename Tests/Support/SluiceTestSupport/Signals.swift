@@ -48,3 +48,12 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         return value ^ (value >> 31)
     }
 }
+
+/// Describes the first difference between two sample arrays, or nil when they are equal.
+/// Tests print this instead of whole arrays.
+public func firstDifference(_ actual: [Float], _ expected: [Float]) -> String? {
+    if actual == expected { return nil }
+    if actual.count != expected.count { return "\(actual.count) samples, expected \(expected.count)" }
+    let index = actual.indices.first { actual[$0] != expected[$0] }!
+    return "sample \(index): \(actual[index]), expected \(expected[index])"
+}

@@ -1,0 +1,70 @@
+import SluiceAudio
+import SluiceTestSupport
+import Testing
+@testable import SluiceGraph
+
+/// Live runs: real threads, a sink pulling on its own clock. Serialized, because they count
+/// the graph's threads process-wide.
+@Suite(.serialized) struct LiveRunTests {
+    static let rate = 48000
+
+    func compile(frames: Int, sink: CollectingSink, strategy: PlaybackStrategy = .buffered) throws -> CompiledGraph {
+        var registry = NodeRegistry()
+        try registry.register(NodeType(RampSource.type.descriptor) { _ in RampSource(rate: Self.rate, frames: frames) })
+        try registry.register(PassThrough.type)
+        try registry.register(NodeType(CollectingSink.type.descriptor) { _ in sink })
+        let playback = PlaybackSettings(strategy: strategy, watermark: 0.1, maxBuffered: 0.5, blockFrames: 256)
+        return try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(
+            chain([("src", "ramp", [:]), ("mid", "pass", [:]), ("out", "collect", [:])], playback: playback))
+    }
+
+    @Test func playsEverythingInOrder() throws {
+        let sink = CollectingSink(pace: .free)
+        let report = try LiveRun(graph: compile(frames: 30_011, sink: sink)).run()
+        #expect(firstDifference(sink.samples, (0..<30_011).map { RampSource.sample($0, 0) }) == nil)
+        #expect(sink.finished)
+        #expect(report.audioSeconds == 30_011.0 / Double(Self.rate))
+        #expect(report.underruns == 0)
+        #expect(GraphThread.running == 0)
+    }
+
+    @Test func aClockedSinkPlaysTheSameAudioAfterItsLeadingSilence() throws {
+        let sink = CollectingSink(pace: .realtime(speed: 20))
+        let report = try LiveRun(graph: compile(frames: 24_000, sink: sink)).run()
+        let start = try #require(sink.samples.firstIndex { $0 != 0 })
+        let played = Array(sink.samples[start..<(start + 24_000 - 1)])
+        // The ramp's first sample is -0.5, never 0, so the first non-zero sample is frame 0.
+        #expect(firstDifference(played, (0..<(24_000 - 1)).map { RampSource.sample($0, 0) }) == nil)
+        #expect(report.timeToFirstAudio != nil)
+        #expect(GraphThread.running == 0)
+    }
+
+    @Test func cancelAtRandomPointsAlwaysReturnsAndFadesOut() throws {
+        var generator = SeededGenerator(seed: 7)
+        let fade = GraphRuntime.fadeFrames(rate: Self.rate)
+        var faded = 0
+        for run in 0..<1000 {
+            // A device clock (50× real time) so the sink's buffer stays full, as a sound card's does.
+            let sink = CollectingSink(pace: .realtime(speed: 50))
+            let live = try LiveRun(graph: compile(frames: 10 * Self.rate, sink: sink, strategy: .stream))
+            try live.start()
+            sleep(seconds: Double.random(in: 0...0.004, using: &generator))
+            live.cancel()
+            let report = try live.wait()
+            #expect(report.cancelled, "run \(run)")
+            #expect(GraphThread.running == 0, "run \(run) left threads running")
+            // Playback was contiguous from frame 0 (the first non-zero sample, as the ramp
+            // starts at -0.5), so sample start + i is frame i, scaled by the fade.
+            guard let start = sink.samples.firstIndex(where: { $0 != 0 }),
+                  let last = sink.samples.lastIndex(where: { $0 != 0 }), last - start >= fade else { continue }
+            // Gains are measured where the ramp is not near zero (it crosses zero now and then).
+            let gains = (last - fade + 1...last).filter { abs(RampSource.sample($0 - start, 0)) > 1e-3 }
+                .map { sink.samples[$0] / RampSource.sample($0 - start, 0) }
+            #expect(gains.last! < 0.01, "run \(run): the last frame is not faded")
+            #expect(zip(gains, gains.dropFirst()).allSatisfy { $0.1 <= $0.0 + 1e-5 }, "run \(run): the fade rises")
+            faded += 1
+        }
+        // Most runs cancel while playing; a few before the first period.
+        #expect(faded > 500)
+    }
+}
