@@ -3,9 +3,8 @@ import SluiceTestSupport
 import Testing
 @testable import SluiceGraph
 
-/// Live runs: real threads, a sink pulling on its own clock. Serialized, because they count
-/// the graph's threads process-wide.
-@Suite(.serialized) struct LiveRunTests {
+/// Live runs: real threads, a sink pulling on its own clock.
+@Suite struct LiveRunTests {
     static let rate = 48000
 
     func compile(frames: Int, sink: CollectingSink, strategy: PlaybackStrategy = .buffered) throws -> CompiledGraph {
@@ -20,23 +19,27 @@ import Testing
 
     @Test func playsEverythingInOrder() throws {
         let sink = CollectingSink(pace: .free)
-        let report = try LiveRun(graph: compile(frames: 30_011, sink: sink)).run()
+        let live = try LiveRun(graph: compile(frames: 30_011, sink: sink))
+        let report = try live.run()
         #expect(firstDifference(sink.samples, (0..<30_011).map { RampSource.sample($0, 0) }) == nil)
         #expect(sink.finished)
         #expect(report.audioSeconds == 30_011.0 / Double(Self.rate))
         #expect(report.underruns == 0)
-        #expect(GraphThread.running == 0)
+        #expect(live.runningThreads == 0)
+        #expect(sink.clock?.isRunning == false)
     }
 
     @Test func aClockedSinkPlaysTheSameAudioAfterItsLeadingSilence() throws {
         let sink = CollectingSink(pace: .realtime(speed: 20))
-        let report = try LiveRun(graph: compile(frames: 24_000, sink: sink)).run()
+        let live = try LiveRun(graph: compile(frames: 24_000, sink: sink))
+        let report = try live.run()
         let start = try #require(sink.samples.firstIndex { $0 != 0 })
         let played = Array(sink.samples[start..<(start + 24_000 - 1)])
         // The ramp's first sample is -0.5, never 0, so the first non-zero sample is frame 0.
         #expect(firstDifference(played, (0..<(24_000 - 1)).map { RampSource.sample($0, 0) }) == nil)
         #expect(report.timeToFirstAudio != nil)
-        #expect(GraphThread.running == 0)
+        #expect(live.runningThreads == 0)
+        #expect(sink.clock?.isRunning == false)
     }
 
     @Test func cancelAtRandomPointsAlwaysReturnsAndFadesOut() throws {
@@ -52,11 +55,15 @@ import Testing
             live.cancel()
             let report = try live.wait()
             #expect(report.cancelled, "run \(run)")
-            #expect(GraphThread.running == 0, "run \(run) left threads running")
+            #expect(live.runningThreads == 0 && sink.clock?.isRunning == false, "run \(run) left threads running")
             // Playback was contiguous from frame 0 (the first non-zero sample, as the ramp
             // starts at -0.5), so sample start + i is frame i, scaled by the fade.
             guard let start = sink.samples.firstIndex(where: { $0 != 0 }),
                   let last = sink.samples.lastIndex(where: { $0 != 0 }), last - start >= fade else { continue }
+            #expect(abs(sink.samples[last]) < 0.01, "run \(run): the last frame is not faded")
+            // After an underrun (a loaded machine can starve the sink) frames no longer map to
+            // stream positions; the underrun fade has its own test.
+            guard report.underruns == 0 else { continue }
             // Gains are measured where the ramp is not near zero (it crosses zero now and then).
             let gains = (last - fade + 1...last).filter { abs(RampSource.sample($0 - start, 0)) > 1e-3 }
                 .map { sink.samples[$0] / RampSource.sample($0 - start, 0) }

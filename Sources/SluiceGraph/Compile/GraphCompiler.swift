@@ -30,8 +30,11 @@ public struct GraphCompiler {
         createNodes(&state)
         resolveLinks(&state)
         guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
+        // Cycles first: a cycle leaves ports that look unlinked, and naming the cycle is the
+        // useful message.
+        guard let order = topologicalOrder(&state) else { throw state.sortedDiagnostics }
         checkCompleteness(&state)
-        guard state.diagnostics.isEmpty, let order = topologicalOrder(&state) else { throw state.sortedDiagnostics }
+        guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
         let graph = negotiateFormats(&state, order: order)
         guard state.diagnostics.isEmpty, let graph else { throw state.sortedDiagnostics }
         return graph
@@ -78,10 +81,10 @@ public struct GraphCompiler {
                     at: declaration.typeLocation, fix: "make the factory return a \(type.descriptor.kind.rawValue) node")
                 continue
             }
-            let inputs = Self.inputPorts(of: type.descriptor, parameters)
             state.nodes.append(NodeEntry(
                 declaration: declaration, descriptor: type.descriptor, parameters: parameters,
-                instance: instance, inputPorts: inputs, outputPorts: type.descriptor.outputs))
+                instance: instance, inputPorts: Self.inputPorts(of: type.descriptor, parameters),
+                outputPorts: Self.outputPorts(of: type.descriptor, parameters)))
         }
     }
 
@@ -103,6 +106,12 @@ public struct GraphCompiler {
             port.isRequired = true
             return port
         }
+    }
+
+    /// A node's output ports in this graph, likewise.
+    static func outputPorts(of descriptor: NodeDescriptor, _ parameters: NodeParameters) -> [PortDescriptor] {
+        guard let name = descriptor.outputCountParameter else { return descriptor.outputs }
+        return Array(descriptor.outputs.prefix(min(parameters.integer(name), descriptor.outputs.count)))
     }
 
     private func checkParameters(
@@ -203,7 +212,8 @@ public struct GraphCompiler {
             let close = closestNames(to: portName, among: ports.map(\.name), limit: 1)
             let fix: String
             if all.contains(portName) {
-                fix = "'\(node.declaration.name)' has \(ports.count) \(side)s here; raise its `\(node.descriptor.inputCountParameter ?? "inputs")` parameter"
+                let parameter = (output ? node.descriptor.outputCountParameter : node.descriptor.inputCountParameter) ?? "\(side)s"
+                fix = "'\(node.declaration.name)' has \(ports.count) \(side)s here; raise its `\(parameter)` parameter"
             } else {
                 fix = (close.first.map { "did you mean '\($0)'? " } ?? "") + "its \(side)s are " + ports.map(\.name).joined(separator: ", ")
             }
@@ -260,22 +270,34 @@ public struct GraphCompiler {
             }
         }
         guard order.count < state.nodes.count else { return order }
-        // Walk back along links from a node on the cycle to name it in order.
+        // Walk back along links from a node on the cycle until a node repeats: that loop is
+        // a cycle. Report it at its link written last in the file, naming the nodes from
+        // that link's target round to its source.
         let stuck = Set(incoming.indices.filter { incoming[$0] > 0 })
         var path = [stuck.min()!]
-        var closing: ResolvedLink?
-        while closing == nil {
-            let link = state.links.first { $0.to.node == path.last! && stuck.contains($0.from.node) }!
-            if let start = path.firstIndex(of: link.from.node) {
-                path = Array(path[start...])
-                closing = link
+        var cycle: [Int] = []
+        while cycle.isEmpty {
+            let last = path.last!
+            let link = state.links.first { $0.to.node == last && stuck.contains($0.from.node) }!
+            let from = link.from.node
+            if let start = path.firstIndex(of: from) {
+                cycle = Array(path[start...].reversed())  // in link direction
             } else {
-                path.append(link.from.node)
+                path.append(from)
             }
         }
-        let names = path.reversed().map { state.nodes[$0].declaration.name }
-        state.error("links form a cycle: " + (names + [names[0]]).joined(separator: " -> "),
-                    at: closing!.declaration.to.location ?? closing!.declaration.from.location,
+        let cycleLinks = state.links.indices.filter { index in
+            let link = state.links[index]
+            guard let position = cycle.firstIndex(of: link.from.node) else { return false }
+            return cycle[(position + 1) % cycle.count] == link.to.node
+        }
+        let closing = cycleLinks.max()!
+        let startNode = state.links[closing].to.node
+        let offset = cycle.firstIndex(of: startNode)!
+        let names = (0...cycle.count).map { state.nodes[cycle[(offset + $0) % cycle.count]].declaration.name }
+        let declaration = state.links[closing].declaration
+        state.error("links form a cycle: " + names.joined(separator: " -> "),
+                    at: declaration.to.location ?? declaration.from.location,
                     fix: "remove one of these links; audio must flow one way from sources to sinks")
         return nil
     }

@@ -58,8 +58,8 @@ public protocol ProcessorNode: Node {
     func process(_ io: inout ProcessIO)
 
     /// [worker] The sink has run dry and nothing is waiting upstream: release audio held
-    /// back waiting for more input (the crossfader's tail, the fader's look-ahead), faded
-    /// out, so what was received plays. The default does nothing.
+    /// back waiting for more input (the crossfader's tail, the fader's look-ahead — which it
+    /// fades out), so what was received plays. The default does nothing.
     func drain(_ io: inout ProcessIO)
 }
 

@@ -13,11 +13,14 @@ public struct NodeDescriptor: Sendable, Hashable {
     /// Whether a node of this type has variable inputs (`in1`, `in2`, …); the count comes
     /// from the parameter named here (the mixer's `inputs`).
     public var inputCountParameter: String?
+    /// The same for variable outputs (`out1`, `out2`, …; the tee's `outputs`).
+    public var outputCountParameter: String?
 
     public init(
         typeName: String, kind: NodeKind, summary: String,
         inputs: [PortDescriptor] = [], outputs: [PortDescriptor] = [],
-        parameters: [ParameterDescriptor] = [], inputCountParameter: String? = nil
+        parameters: [ParameterDescriptor] = [], inputCountParameter: String? = nil,
+        outputCountParameter: String? = nil
     ) {
         self.typeName = typeName
         self.kind = kind
@@ -26,6 +29,7 @@ public struct NodeDescriptor: Sendable, Hashable {
         self.outputs = outputs
         self.parameters = parameters
         self.inputCountParameter = inputCountParameter
+        self.outputCountParameter = outputCountParameter
     }
 
     public func parameter(named name: String) -> ParameterDescriptor? {

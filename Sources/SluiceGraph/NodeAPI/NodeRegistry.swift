@@ -63,7 +63,8 @@ public struct NodeRegistry: Sendable {
     }
 }
 
-/// Names within a small edit distance of `name` (or sharing a prefix), closest first.
+/// The names nearest to `name` within a small edit distance (a shared prefix counts as one
+/// edit), sorted; ties are all returned, up to `limit`.
 public func closestNames(to name: String, among candidates: some Sequence<String>, limit: Int = 3) -> [String] {
     let lowered = name.lowercased()
     let scored = candidates.map { candidate -> (String, Int) in
@@ -71,10 +72,11 @@ public func closestNames(to name: String, among candidates: some Sequence<String
         let prefix = candidate.lowercased().hasPrefix(lowered) || lowered.hasPrefix(candidate.lowercased())
         return (candidate, prefix ? min(distance, 1) : distance)
     }
+    // Only the closest: "tonee" suggests "tone", not also "tee".
     let threshold = max(2, name.count / 3)
-    return scored.filter { $0.1 <= threshold }
-        .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
-        .prefix(limit).map(\.0)
+    let close = scored.filter { $0.1 <= threshold }
+    guard let best = close.map(\.1).min() else { return [] }
+    return close.filter { $0.1 == best }.map(\.0).sorted().prefix(limit).map { $0 }
 }
 
 /// Levenshtein distance, with a transposition of neighbours counted as one edit.

@@ -34,6 +34,9 @@ public final class ClockThread: @unchecked Sendable {
         self.write = write
     }
 
+    /// Whether the thread has started and not yet returned.
+    public var isRunning: Bool { thread.map { !$0.hasReturned } ?? false }
+
     public func start() {
         precondition(thread == nil, "a clock thread starts once")
         thread = GraphThread(name: "sluice-clock") { [self] in run() }

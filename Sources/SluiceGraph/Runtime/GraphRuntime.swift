@@ -56,6 +56,7 @@ final class GraphRuntime: @unchecked Sendable {
                     fadeFrames: Self.fadeFrames(rate: rate), watermarkFrames: controller.initialWatermark,
                     eventCapacity: 4096, workerWake: workerWake)
                 writers[edge.fromNode][edge.fromPort] = writer
+                largestUnits = max(largestUnits, capacity)
                 sinks.append(SinkSlot(name: target.name, node: sink, playhead: playhead, events: events, writer: writer, controller: controller))
             } else {
                 let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)

@@ -7,6 +7,10 @@ public final class GraphThread: @unchecked Sendable {
     // SAFETY: written once by `init` before any other thread sees it, read by `join`.
     private var handle = pthread_t()
     private var joined = false
+    private let returned = SharedFlag()
+
+    /// Whether the thread's body has returned.
+    public var hasReturned: Bool { returned.isSet }
 
     /// Threads started and not yet returned, process-wide: tests check that runs leak none.
     public static var running: Int { runningCount.load(ordering: .acquiring) }
@@ -15,8 +19,10 @@ public final class GraphThread: @unchecked Sendable {
     /// Starts `body` on a new thread; `name` says what it is for, in debuggers.
     public init(name: String, _ body: @escaping @Sendable () -> Void) {
         Self.runningCount.add(1, ordering: .relaxed)
+        let returned = self.returned
         let box = Unmanaged.passRetained(ThreadBody(name: name, body: {
             body()
+            returned.set()
             GraphThread.runningCount.subtract(1, ordering: .releasing)
         }))
         let result = pthread_create(&handle, nil, { raw in
@@ -34,6 +40,13 @@ public final class GraphThread: @unchecked Sendable {
         joined = true
         pthread_join(handle, nil)
     }
+}
+
+/// A flag shared between a thread and its handle.
+final class SharedFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }
 
 private final class ThreadBody {

@@ -13,6 +13,7 @@ public final class LiveRun: @unchecked Sendable {
     private let cancelRequested = Atomic<Bool>(false)
     private let controlWake = WakeSignal()
     private var threads: [GraphThread] = []
+    private var finishedThreads: [GraphThread] = []
     private var startedSinks: [any SinkNode] = []
     private var wallStart = 0.0
     private var statistics: RunStatistics
@@ -98,6 +99,12 @@ public final class LiveRun: @unchecked Sendable {
         return report
     }
 
+    /// Threads this run started (sources, worker) whose bodies have not returned. Zero once
+    /// `wait()` has returned.
+    public var runningThreads: Int {
+        (threads + finishedThreads).filter { !$0.hasReturned }.count
+    }
+
     /// Starts the run and waits for it.
     public func run() throws -> RunReport {
         try start()
@@ -132,6 +139,7 @@ public final class LiveRun: @unchecked Sendable {
         }
         runtime.workerWake?.post()
         for thread in threads { thread.join() }
+        finishedThreads = threads
         threads.removeAll()
         for sink in startedSinks {
             do { try sink.finish() } catch { failure = failure ?? error }

@@ -72,7 +72,7 @@ final class CollectingSink: SinkNode, @unchecked Sendable {
     let rate: Int?
     private(set) var samples: [Float] = []
     private(set) var finished = false
-    private var clock: ClockThread?
+    private(set) var clock: ClockThread?
     let pace: ClockThread.Pace
 
     init(rate: Int? = nil, pace: ClockThread.Pace = .free) {

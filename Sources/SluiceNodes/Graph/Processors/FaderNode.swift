@@ -1,0 +1,97 @@
+import SluiceAudio
+import SluiceGraph
+
+/// The `fader` node: fades in and out at breaks in the stream and applies a gain. Wraps
+/// `Fader`.
+///
+/// Markers: restamped to where their input frame lands (`fadeLength` frames of delay); breaks
+/// in continuity and the end of the stream fade out what is held. Drain: the held frames
+/// leave faded out, as before a discontinuity, and a discontinuity marker is emitted where
+/// they end, because the audio really breaks there: what follows fades in.
+public final class FaderNode: ProcessorNode {
+    public static let type = NodeType(
+        NodeDescriptor(
+            typeName: "fader", kind: .processor,
+            summary: "Fades in and out around breaks and at the end so nothing clicks, and applies a gain.",
+            inputs: [PortDescriptor("in", .frames, summary: "Float32 frames")],
+            outputs: [PortDescriptor("out", .frames, summary: "The same format, `length` frames later")],
+            parameters: [
+                ParameterDescriptor(
+                    "length", .integer(0...48_000), default: .integer(Fader.defaultFadeLength), unit: "frames",
+                    summary: "Fade length, and the delay the node adds to look ahead for breaks."),
+                ParameterDescriptor(
+                    "gain", .number(0...4), default: .number(1),
+                    summary: "Linear gain on everything; 1 leaves samples outside the fades untouched."),
+            ])
+    ) { parameters in
+        FaderNode(length: parameters.integer("length"), gain: Float(parameters.double("gain")))
+    }
+
+    public let length: Int
+    public let gain: Float
+    private var fader: Fader?
+    /// Input frames taken since the stream began: with the fader's output count, says
+    /// whether it holds anything.
+    private var framesConsumed = 0
+    /// `framesConsumed` at the last break: frames held from before it are already faded out
+    /// and on their way, so a drain has nothing new to shape.
+    private var shapedThrough = 0
+
+    public init(length: Int = Fader.defaultFadeLength, gain: Float = 1) {
+        precondition(length >= 0, "a fade cannot be negative")
+        self.length = length
+        self.gain = gain
+    }
+
+    public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
+        let (rate, channels) = try ProcessorFormats.frames(inputs)
+        return [.frames(rate: rate, channels: channels)]
+    }
+
+    public func prepare(_ context: PrepareContext) throws {
+        guard let input = context.inputFormats.first, case .frames(_, let channels) = input else {
+            throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
+        }
+        let fader = Fader(channels: channels, fadeLength: length)
+        fader.setGain(gain, rampFrames: 0)
+        self.fader = fader
+        framesConsumed = 0
+        shapedThrough = 0
+    }
+
+    public func process(_ io: inout ProcessIO) {
+        guard let fader else { return }
+        let (consumed, produced) = fader.process(io.frames(input: 0), into: io.frames(output: 0))
+        framesConsumed += consumed
+        io.consume(consumed, input: 0)
+        io.produce(produced, output: 0)
+    }
+
+    public func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO) {
+        guard let fader else { return }
+        var batch = MarkerBatch()
+        fader.receive(marker, emitting: &batch)
+        if marker.breaksContinuity { shapedThrough = framesConsumed }
+        io.emit(batch, on: 0)
+    }
+
+    /// Fades out what is held, as a discontinuity would, and writes what the output has room
+    /// for; `process` calls with empty input write the rest. With nothing held that is not
+    /// already faded out, it does nothing (and emits no marker).
+    public func drain(_ io: inout ProcessIO) {
+        guard let fader, framesConsumed > shapedThrough, framesConsumed > fader.framesProduced else { return }
+        receive(Marker(position: framesConsumed, event: .discontinuity, isDiscontinuous: true), on: 0, &io)
+        process(&io)
+    }
+
+    /// The gain is kept, as `Fader.reset` keeps it.
+    public func reset() {
+        fader?.reset()
+        framesConsumed = 0
+        shapedThrough = 0
+    }
+
+    public func deactivate() {
+        fader = nil
+    }
+}

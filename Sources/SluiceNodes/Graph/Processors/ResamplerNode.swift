@@ -1,0 +1,107 @@
+import SluiceAudio
+import SluiceGraph
+
+/// The `resampler` node: Float32 frames from one rate to another. Wraps `Resampler`.
+///
+/// Markers: restamped to `round(position × outputRate / inputRate)`; the end of the stream
+/// starts the converter's flush, and the tail keeps coming from `process` calls with empty
+/// input until the output holds exactly `round(inputFrames × ratio)` frames.
+/// Drain: nothing is released: the resampler holds its filter delay and part of a converter
+/// block, and releasing them early would change the output for the rest of the stream.
+public final class ResamplerNode: ProcessorNode {
+    public static let type = NodeType(
+        NodeDescriptor(
+            typeName: "resampler", kind: .processor,
+            summary: "Converts Float32 frames to another sample rate (libsamplerate, or libsoxr offline).",
+            inputs: [PortDescriptor("in", .frames, summary: "Float32 frames at any rate")],
+            outputs: [PortDescriptor("out", .frames, summary: "Float32 frames at `rate`, same channels")],
+            parameters: [
+                ParameterDescriptor(
+                    "quality", .choice(ResamplerQuality.allCases.map(\.rawValue)),
+                    default: .string(ResamplerQuality.sincMedium.rawValue),
+                    summary: "Converter: libsamplerate's (real-time safe) or soxr-* (faster, offline graphs only)."),
+                ParameterDescriptor(
+                    "rate", .rate(1_000...Resampler.maximumRate), default: .auto, unit: "Hz",
+                    summary: "Output rate; auto takes the rate of the sink downstream, or keeps the input's."),
+            ])
+    ) { parameters in
+        let name = parameters.string("quality") ?? ResamplerQuality.sincMedium.rawValue
+        guard let quality = ResamplerQuality(rawValue: name) else {
+            throw NodeCreationError(
+                "unknown resampler quality '\(name)'",
+                fix: "use one of " + ResamplerQuality.allCases.map(\.rawValue).joined(separator: ", "),
+                parameter: "quality")
+        }
+        return ResamplerNode(quality: quality, rate: parameters.rate("rate"))
+    }
+
+    public let quality: ResamplerQuality
+    /// The output rate asked for, or nil for `auto`.
+    public let requestedRate: Int?
+    private var resampler: Resampler?
+
+    public init(quality: ResamplerQuality = .sincMedium, rate: Int? = nil) {
+        self.quality = quality
+        requestedRate = rate
+    }
+
+    /// Output frames the converter holds back (its filter delay), once prepared.
+    public var latencyFrames: Int? { resampler?.latencyFrames }
+
+    public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
+        let (inputRate, channels) = try ProcessorFormats.frames(inputs)
+        if context.isLive && !quality.isRealtimeSafe {
+            throw FormatMismatch(
+                input: 0,
+                required: .other(
+                    "a real-time-safe quality (soxr qualities allocate; use sinc-medium or another libsamplerate quality in live graphs)"
+                ))
+        }
+        let supported = 1...Resampler.maximumRate
+        guard supported.contains(inputRate) else {
+            throw FormatMismatch(input: 0, required: .other("a rate within 1…\(Resampler.maximumRate) Hz (the resampler's limit)"))
+        }
+        guard (1...Resampler.maximumChannels).contains(channels) else {
+            throw FormatMismatch(input: 0, required: .other("at most \(Resampler.maximumChannels) channels (the resampler's limit)"))
+        }
+        let outputRate = requestedRate ?? context.downstreamRate ?? inputRate
+        guard supported.contains(outputRate) else {
+            // Only an `auto` rate can land here: the parameter's range is within the limit.
+            throw FormatMismatch(
+                input: 0, required: .other("a sink rate within 1…\(Resampler.maximumRate) Hz (the resampler's limit)"))
+        }
+        return [.frames(rate: outputRate, channels: channels)]
+    }
+
+    public func prepare(_ context: PrepareContext) throws {
+        guard let input = context.inputFormats.first, case .frames(let inputRate, let channels) = input,
+            let output = context.outputFormats.first
+        else {
+            throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
+        }
+        resampler = try Resampler(
+            channels: channels, inputRate: inputRate, outputRate: output.sampleRate, quality: quality)
+    }
+
+    public func process(_ io: inout ProcessIO) {
+        guard let resampler else { return }
+        let (consumed, produced) = resampler.process(io.frames(input: 0), into: io.frames(output: 0))
+        io.consume(consumed, input: 0)
+        io.produce(produced, output: 0)
+    }
+
+    public func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO) {
+        guard let resampler else { return }
+        var batch = MarkerBatch()
+        resampler.receive(marker, emitting: &batch)
+        io.emit(batch, on: 0)
+    }
+
+    public func reset() {
+        resampler?.reset()
+    }
+
+    public func deactivate() {
+        resampler = nil
+    }
+}

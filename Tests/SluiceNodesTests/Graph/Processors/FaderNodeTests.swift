@@ -1,0 +1,116 @@
+import SluiceAudio
+import SluiceGraph
+import SluiceNodes
+import SluiceTestSupport
+import Testing
+
+@Suite("FaderNode")
+struct FaderNodeTests {
+    static let format = StreamFormat.frames(rate: 48_000, channels: 1)
+
+    /// `input` through `Fader` directly, with random blocks.
+    static func fadeDirectly(_ input: [Float], markers: [Marker], channels: Int = 1, length: Int = 256, gain: Float = 1) -> NodeDriver.Result {
+        let fader = Fader(channels: channels, fadeLength: length)
+        fader.setGain(gain, rampFrames: 0)
+        return NodeDriver(channels: channels, seed: 77).run(
+            input: input, markers: markers,
+            process: { input, output, _ in fader.process(input, into: output) },
+            receive: { fader.receive($0, emitting: &$1) })
+    }
+
+    @Test("descriptor: length in frames and gain, with defaults and ranges")
+    func descriptor() throws {
+        let descriptor = FaderNode.type.descriptor
+        #expect(descriptor.typeName == "fader")
+        #expect(descriptor.parameters.map(\.name) == ["length", "gain"])
+        let length = try #require(descriptor.parameter(named: "length"))
+        #expect(length.type == .integer(0...48_000))
+        #expect(length.defaultValue == .integer(Fader.defaultFadeLength))
+        #expect(length.unit == "frames")
+        let gain = try #require(descriptor.parameter(named: "gain"))
+        #expect(gain.type == .number(0...4))
+        #expect(gain.defaultValue == .number(1))
+        let node = try #require(try makeProcessor(FaderNode.type, ["length": .integer(64), "gain": .number(0.5)]) as? FaderNode)
+        #expect(node.length == 64)
+        #expect(node.gain == 0.5)
+    }
+
+    @Test("formats pass through; bytes are refused")
+    func formats() throws {
+        let node = FaderNode()
+        #expect(try node.outputFormats(for: [.frames(rate: 44_100, channels: 6)], context: ProcessorHarness.offline) == [.frames(rate: 44_100, channels: 6)])
+        #expect(throws: FormatMismatch(input: 0, required: .medium(.frames))) {
+            try node.outputFormats(for: [.bytes(PCMFormat(.f32le, channels: 1, sampleRate: 24_000))], context: ProcessorHarness.offline)
+        }
+    }
+
+    @Test("output and markers equal Fader's driven directly", arguments: [(Float(1), 256), (0.5, 256), (2, 1_000), (1, 0)])
+    func matchesFader(gain: Float, length: Int) throws {
+        let channels = 2
+        let input = noiseFrames(12_000, channels: channels, seed: 11)
+        let markers = [
+            Marker(position: 0, event: .utteranceStart(UtteranceID(0))),
+            Marker(position: 3_000, event: .discontinuity),
+            Marker(position: 3_100, event: .utteranceEnd(UtteranceID(0)), isDiscontinuous: true),
+            Marker(position: 7_000, event: .textSpan(TextSpan(utterance: UtteranceID(0), start: 1, end: 2))),
+            Marker(position: 12_000, event: .endOfStream),
+        ]
+        let harness = try ProcessorHarness(FaderNode(length: length, gain: gain), inputs: [.frames(rate: 48_000, channels: channels)])
+        harness.feed(input, markers: markers)
+        harness.run()
+        let expected = Self.fadeDirectly(input, markers: markers, channels: channels, length: length, gain: gain)
+        #expect(harness.frameCount() == 12_000)
+        #expect(firstDifference(harness.output(), expected.output) == nil)
+        #expect(harness.markers[0] == expected.markers)
+    }
+
+    @Test("known samples: a constant fades in, passes untouched, and fades out at the end")
+    func knownSamples() throws {
+        let harness = try ProcessorHarness(FaderNode(), inputs: [Self.format])
+        harness.feed([Float](repeating: 0.5, count: 2_000), markers: [Marker(position: 2_000, event: .endOfStream)])
+        harness.run()
+        let output = harness.output()
+        #expect(output.count == 2_000)
+        #expect(output[0] < 0.5 * 0.001)
+        #expect(output[2_000 - 1] < 0.5 * 0.001)
+        #expect(firstDifference(Array(output[256..<1_744]), [Float](repeating: 0.5, count: 1_488)) == nil)
+        #expect(zip(output[..<256], output[1..<257]).allSatisfy { $0 <= $1 }, "the fade-in rises")
+        #expect(zip(output[1_744..<1_999], output[1_745...]).allSatisfy { $0 >= $1 }, "the fade-out falls")
+    }
+
+    @Test("drain releases the held frames faded out, marks the break, and what follows fades in")
+    func drain() throws {
+        let first = noiseFrames(5_000, seed: 21)
+        let second = noiseFrames(1_000, seed: 22)
+        let harness = try ProcessorHarness(FaderNode(), inputs: [Self.format], seed: 3)
+        harness.feed(first)
+        harness.run()
+        #expect(harness.frameCount() == 5_000 - 256, "the fader holds its look-ahead")
+
+        harness.drain()
+        #expect(harness.frameCount() == 5_000)
+        let discontinuity = Marker(position: 5_000, event: .discontinuity, isDiscontinuous: true)
+        #expect(harness.markers[0] == [discontinuity])
+
+        harness.drain()
+        #expect(harness.frameCount() == 5_000)
+        #expect(harness.markers[0].count == 1, "nothing new held: a second drain does nothing")
+
+        harness.feed(second, markers: [Marker(position: 6_000, event: .endOfStream)])
+        harness.run()
+        let expected = Self.fadeDirectly(first + second, markers: [discontinuity, Marker(position: 6_000, event: .endOfStream)])
+        #expect(firstDifference(harness.output(), expected.output) == nil)
+        #expect(harness.markers[0] == expected.markers)
+        // The released tail really is faded: its last frame is nearly silent.
+        #expect(abs(harness.output()[4_999]) < 0.001)
+        #expect(abs(harness.output()[5_000]) < 0.001, "the audio after the break fades in")
+    }
+
+    @Test("drain before anything arrived does nothing")
+    func drainEmpty() throws {
+        let harness = try ProcessorHarness(FaderNode(), inputs: [Self.format])
+        harness.drain()
+        #expect(harness.frameCount() == 0)
+        #expect(harness.markers[0].isEmpty)
+    }
+}
