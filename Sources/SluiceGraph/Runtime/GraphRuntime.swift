@@ -25,7 +25,9 @@ final class GraphRuntime: @unchecked Sendable {
         var controller: FlowController
     }
 
-    init(graph: CompiledGraph, live: Bool) throws {
+    /// - Parameter prepareSinks: false when the sinks' audio goes elsewhere (an offline
+    ///   render to a file): they are then never prepared, started or finished.
+    init(graph: CompiledGraph, live: Bool, prepareSinks: Bool = true) throws {
         self.graph = graph
         let settings = graph.playback
         let workerWake = live ? WakeSignal() : nil
@@ -75,6 +77,7 @@ final class GraphRuntime: @unchecked Sendable {
         var processors: [ProcessorSlot] = []
         var sources: [SourceSlot] = []
         for (index, node) in graph.nodes.enumerated() {
+            if node.descriptor.kind == .sink && !prepareSinks { continue }
             try node.instance.prepare(PrepareContext(
                 inputFormats: node.inputFormats, outputFormats: node.outputFormats,
                 maximumUnits: largestUnits, blockFrames: settings.blockFrames))

@@ -34,7 +34,9 @@ public final class OfflineRenderer: @unchecked Sendable {
 
     static let stallSeconds = 60.0
 
-    let runtime: GraphRuntime
+    let graph: CompiledGraph
+    // SAFETY: set by `run` before anything reads it, on the thread that calls `run`.
+    private var runtime: GraphRuntime!
     private let cancelRequested = Atomic<Bool>(false)
     /// Where each sink's audio goes instead of the sink: (sink index, interleaved samples).
     public var output: ((Int, UnsafeBufferPointer<Float>) throws -> Void)?
@@ -42,11 +44,8 @@ public final class OfflineRenderer: @unchecked Sendable {
     public var observer: ((Tick) -> Void)?
 
     public init(graph: CompiledGraph) throws {
-        runtime = try GraphRuntime(graph: graph, live: false)
+        self.graph = graph
     }
-
-    /// The sinks' playheads, in graph order.
-    public var playheads: [Playhead] { runtime.sinks.map(\.playhead) }
 
     /// [any] Fades out and ends the render at the next tick.
     public func cancel() {
@@ -58,6 +57,10 @@ public final class OfflineRenderer: @unchecked Sendable {
     /// - Parameter progress: called now and then with the fraction done, when the primary
     ///   source knows its length.
     public func run(progress: ((Double) -> Void)? = nil) throws -> RunReport {
+        precondition(runtime == nil, "an offline renderer runs once")
+        // Sinks whose audio goes to `output` are never prepared, so a wav.sink does not
+        // create its file.
+        runtime = try GraphRuntime(graph: graph, live: false, prepareSinks: output == nil)
         let wallStart = monotonicSeconds()
         defer { runtime.deactivate() }
         var statistics = RunStatistics(runtime: runtime)

@@ -7,8 +7,9 @@ public struct RunReport: Sendable, Hashable, Codable {
     public var timeToFirstAudio: Double?
     /// Audio played, in seconds.
     public var audioSeconds: Double = 0
-    /// Seconds of graph time the primary source spent producing per second of audio (not
-    /// counting time it waited on a full buffer): below 1 is faster than real time.
+    /// Seconds the primary source took per second of audio — wall time inside its `produce`
+    /// plus graph time it was not yet due, not time it waited for room: below 1 is faster
+    /// than real time.
     public var sourceRealTimeFactor: Double?
     public var underruns = 0
     public var droppedPartialFrames = 0

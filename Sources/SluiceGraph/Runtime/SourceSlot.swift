@@ -27,11 +27,12 @@ final class SourceSlot: @unchecked Sendable {
     private(set) var failure: SourceFailure?
     private var waitingUntil: Double?
     private var endPending = false
-    // Timings, in graph-clock seconds.
+    // Timings: wall seconds inside `produce`, graph seconds spent waiting to be due.
     private(set) var firstOutputTime: Double?
     private(set) var finishTime: Double?
-    private var blockedSince: Double?
-    private(set) var blockedSeconds = 0.0
+    private var busySeconds = 0.0
+    private var waitingSince: Double?
+    private var waitingSeconds = 0.0
     /// Units produced so far; read by the flow controller on another thread.
     let producedUnits = Atomic<Int>(0)
     let finished = Atomic<Bool>(false)
@@ -57,17 +58,16 @@ final class SourceSlot: @unchecked Sendable {
             waitingUntil = nil
         }
         let region = output.writableRegion()
-        guard region.units > 0, output.markerRoom() >= NodePorts.markerCapacity else {
-            if blockedSince == nil { blockedSince = time }
-            return .full
-        }
-        if let since = blockedSince {
-            blockedSeconds += time - since
-            blockedSince = nil
+        guard region.units > 0, output.markerRoom() >= NodePorts.markerCapacity else { return .full }
+        if let since = waitingSince {
+            waitingSeconds += time - since
+            waitingSince = nil
         }
         ports.setOutput(0, base: region.base, units: region.units)
         var io = ProcessIO(ports)
+        let called = monotonicSeconds()
         let status = node.produce(&io, at: time)
+        busySeconds += monotonicSeconds() - called
         let produced = ports.produced(output: 0)
         flushMarkers()
         if produced > 0 {
@@ -81,6 +81,7 @@ final class SourceSlot: @unchecked Sendable {
             return produced > 0 ? .progressed : .idle
         case .waiting(let until):
             waitingUntil = until
+            waitingSince = time
             return produced > 0 ? .progressed : .waiting(until: until)
         case .finished:
             endPending = true
@@ -112,13 +113,14 @@ final class SourceSlot: @unchecked Sendable {
         ports.removeMarkers(output: 0)
     }
 
-    /// Seconds of graph time the source spent producing (not blocked by a full edge), per
-    /// second of audio: its real-time factor. Nil before it produced anything.
+    /// The source's real-time factor: seconds it took per second of audio, counting the wall
+    /// time spent inside `produce` (synthesis, network waits) and the graph time it spent
+    /// not yet due (a paced source), but not time spent waiting for room in a full edge.
+    /// Nil before it produced anything.
     func realTimeFactor(now: Double) -> Double? {
         let seconds = producedSeconds
         guard seconds > 0 else { return nil }
-        let end = finishTime ?? now
-        let blocked = blockedSeconds + (blockedSince.map { end - $0 } ?? 0)
-        return max(0, end - blocked) / seconds
+        let waiting = waitingSeconds + (waitingSince.map { (finishTime ?? now) - $0 } ?? 0)
+        return (busySeconds + waiting) / seconds
     }
 }

@@ -1,0 +1,250 @@
+import CSndFile
+import SluiceAudio
+
+// Sound files through libsndfile: reading any format it knows, writing WAV and FLAC, and the
+// text (title, artist…) files carry beside their audio. Nothing else in Sluice calls
+// libsndfile, so its conventions (normalised floats, clipping, string slots) are decided here.
+
+/// Why a sound file could not be read or written. The message names the file, so it can be
+/// shown as it is.
+public struct SoundFileError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// The containers Sluice writes.
+public enum SoundFileContainer: String, Sendable, Hashable, CaseIterable {
+    case wav
+    case flac
+
+    /// FLAC for paths ending in `.flac` (any case), WAV for anything else.
+    public init(forPath path: String) {
+        self = path.lowercased().hasSuffix(".flac") ? .flac : .wav
+    }
+
+    var code: Int32 {
+        switch self {
+        case .wav: Int32(SF_FORMAT_WAV)
+        case .flac: Int32(SF_FORMAT_FLAC)
+        }
+    }
+
+    /// FLAC stores integers only, and at most 24 bits of them.
+    public func canStore(_ format: SampleFormat) -> Bool {
+        switch self {
+        case .wav: true
+        case .flac: format == .s16le || format == .s24le
+        }
+    }
+}
+
+/// Text a sound file carries beside its audio: WAV's LIST/INFO chunk, FLAC's Vorbis comments.
+public enum SoundFileString: String, Sendable, Hashable, CaseIterable {
+    case title
+    case artist
+    case album
+    case comment
+
+    var code: Int32 {
+        switch self {
+        case .title: Int32(SF_STR_TITLE)
+        case .artist: Int32(SF_STR_ARTIST)
+        case .album: Int32(SF_STR_ALBUM)
+        case .comment: Int32(SF_STR_COMMENT)
+        }
+    }
+}
+
+/// libsndfile's message for the last failure on `handle` (or of the last failed open).
+private func lastError(_ handle: OpaquePointer?) -> String {
+    String(cString: sf_strerror(handle))
+}
+
+/// A sound file opened for reading with libsndfile.
+///
+/// Two ways to read, for two consumers; use one per reader:
+/// - `read(into:)` hands over the bytes as the file stores them (in `format`), so the aligner
+///   sees the file's own sample format (`sluice convert`).
+/// - `readFrames(into:)` hands over Float32 frames, whatever the file stores (the
+///   `wav.source` node).
+public final class SoundFileReader {
+    /// The layout `read(into:)` delivers: the file's own sample format when it is one of
+    /// Sluice's (little-endian WAV or raw PCM), F32LE otherwise (FLAC, 8-bit, big-endian…).
+    public let format: PCMFormat
+    /// Frames in the file, or nil when libsndfile cannot tell (a pipe).
+    public let frames: Int?
+    public let path: String
+    private let handle: OpaquePointer
+    /// Whether `read(into:)` has to convert to floats because the stored encoding is not one
+    /// Sluice reads as bytes.
+    private let readsFloats: Bool
+
+    public init(path: String) throws(SoundFileError) {
+        var info = SF_INFO()
+        guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
+            throw SoundFileError("cannot open '\(path)': \(lastError(nil))")
+        }
+        guard info.channels > 0, info.samplerate > 0 else {
+            sf_close(handle)
+            throw SoundFileError("cannot read '\(path)': it declares \(info.channels) channels at \(info.samplerate) Hz")
+        }
+        self.handle = handle
+        self.path = path
+        frames = info.frames == sf_count_t(Int64.max) || info.frames < 0 ? nil : Int(info.frames)
+        let container = info.format & Int32(SF_FORMAT_TYPEMASK)
+        let encoding = info.format & Int32(SF_FORMAT_SUBMASK)
+        let littleEndian = container == Int32(SF_FORMAT_WAV) || container == Int32(SF_FORMAT_RAW)
+        let stored: SampleFormat? =
+            switch encoding {
+            case Int32(SF_FORMAT_PCM_16): .s16le
+            case Int32(SF_FORMAT_PCM_24): .s24le
+            case Int32(SF_FORMAT_PCM_32): .s32le
+            case Int32(SF_FORMAT_FLOAT): .f32le
+            default: nil
+            }
+        readsFloats = !(littleEndian && stored != nil)
+        format = PCMFormat(
+            readsFloats ? .f32le : stored!, channels: Int(info.channels), sampleRate: Int(info.samplerate))
+    }
+
+    deinit {
+        sf_close(handle)
+    }
+
+    public var sampleRate: Int { format.sampleRate }
+    public var channels: Int { format.channels }
+
+    /// Seconds of audio in the file, when its length is known.
+    public var duration: Double? { frames.map { Double($0) / Double(format.sampleRate) } }
+
+    /// Reads up to `buffer.count` bytes of whole frames in `format`; 0 at the end.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        let wanted = buffer.count / format.bytesPerFrame
+        if readsFloats {
+            // SAFETY: `wanted` whole F32 frames fit in the buffer, which the caller owns; the
+            // bytes are written as floats and read back as bytes, which raw memory allows.
+            let frames = sf_readf_float(handle, base.bindMemory(to: Float.self, capacity: wanted * format.channels), sf_count_t(wanted))
+            return Int(frames) * format.bytesPerFrame
+        }
+        return Int(sf_read_raw(handle, base, sf_count_t(wanted * format.bytesPerFrame)))
+    }
+
+    /// Reads up to `buffer.count / channels` whole frames as interleaved Float32 (full scale
+    /// ±1, whatever the file stores). Returns the frames read: fewer than asked only at the
+    /// end of the file, 0 once there.
+    public func readFrames(into buffer: UnsafeMutableBufferPointer<Float>) throws(SoundFileError) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        let wanted = buffer.count / format.channels
+        guard wanted > 0 else { return 0 }
+        // SAFETY: libsndfile writes at most `wanted` frames of `channels` floats, which fit
+        // in `buffer`.
+        let read = Int(sf_readf_float(handle, base, sf_count_t(wanted)))
+        if read < wanted && sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
+            throw SoundFileError("cannot read '\(path)': \(lastError(handle))")
+        }
+        return read
+    }
+
+    /// Goes back to the first frame.
+    public func rewind() throws(SoundFileError) {
+        guard sf_seek(handle, 0, SEEK_SET) == 0 else {
+            throw SoundFileError("cannot go back to the start of '\(path)': \(lastError(handle))")
+        }
+    }
+
+    /// The file's text of this kind, or nil when it has none.
+    public func string(_ kind: SoundFileString) -> String? {
+        guard let text = sf_get_string(handle, kind.code) else { return nil }
+        return String(cString: text)
+    }
+}
+
+/// A sound file written with libsndfile: WAV, or FLAC.
+///
+/// Float samples are converted to the file's encoding by libsndfile: scaled by the integer's
+/// full scale, rounded, and clipped (not wrapped) when out of range.
+public final class SoundFileWriter {
+    public let path: String
+    public let channels: Int
+    public let sampleRate: Int
+    public let container: SoundFileContainer
+    public let sampleFormat: SampleFormat
+    /// Nil once closed.
+    private var handle: OpaquePointer?
+
+    /// Creates (or truncates) the file.
+    ///
+    /// - Parameters:
+    ///   - container: nil chooses by extension (`SoundFileContainer(forPath:)`).
+    ///   - strings: text to store with the audio (title, artist…). Stored before any audio,
+    ///     because FLAC writes its comments in the header.
+    public init(
+        path: String, sampleRate: Int, channels: Int, sampleFormat: SampleFormat,
+        container: SoundFileContainer? = nil, strings: [SoundFileString: String] = [:]
+    ) throws(SoundFileError) {
+        let container = container ?? SoundFileContainer(forPath: path)
+        guard container.canStore(sampleFormat) else {
+            throw SoundFileError(
+                "cannot write '\(path)': FLAC holds 16- or 24-bit integer samples, not \(sampleFormat)")
+        }
+        let encoding: Int32 =
+            switch sampleFormat {
+            case .s16le: Int32(SF_FORMAT_PCM_16)
+            case .s24le: Int32(SF_FORMAT_PCM_24)
+            case .s32le: Int32(SF_FORMAT_PCM_32)
+            case .f32le: Int32(SF_FORMAT_FLOAT)
+            }
+        var info = SF_INFO()
+        info.samplerate = Int32(sampleRate)
+        info.channels = Int32(channels)
+        info.format = container.code | encoding
+        guard let handle = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError("cannot write '\(path)': \(lastError(nil))")
+        }
+        self.handle = handle
+        self.path = path
+        self.channels = channels
+        self.sampleRate = sampleRate
+        self.container = container
+        self.sampleFormat = sampleFormat
+        // Float → integer conversion clips rather than wraps.
+        sf_command(handle, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        // Sorted, so the file's bytes do not depend on dictionary order.
+        for (kind, text) in strings.sorted(by: { $0.key.code < $1.key.code }) {
+            guard sf_set_string(handle, kind.code, text) == 0 else {
+                let reason = lastError(handle)
+                sf_close(handle)
+                self.handle = nil
+                throw SoundFileError("cannot store the \(kind.rawValue) in '\(path)': \(reason)")
+            }
+        }
+    }
+
+    deinit {
+        if let handle { sf_close(handle) }
+    }
+
+    /// Appends `frames` interleaved frames.
+    public func write(_ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
+        guard let handle else { throw SoundFileError("cannot write '\(path)': the file is closed") }
+        // SAFETY: the caller promises `frames × channels` readable samples at `samples`.
+        let written = sf_writef_float(handle, samples, sf_count_t(frames))
+        guard written == frames else {
+            throw SoundFileError("cannot write '\(path)': \(lastError(handle))")
+        }
+    }
+
+    /// Finishes the file (header sizes, FLAC's last block) and closes it. Safe to call twice.
+    public func close() throws(SoundFileError) {
+        guard let handle else { return }
+        self.handle = nil
+        let result = sf_close(handle)
+        guard result == 0 else {
+            throw SoundFileError("cannot finish '\(path)': \(String(cString: sf_error_number(result)))")
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import SluiceConfig
+import SluiceGraph
+import SluiceNodes
+
+/// Reads the GRAPH argument: a graph file, or a one-line graph (`tone ! fader ! wav.sink
+/// path=out.wav`) when no such file exists and the text has a `!` or a space.
+enum GraphLoading {
+    static func description(of argument: String) throws(GraphDiagnostics) -> GraphDescription {
+        if FileManager.default.fileExists(atPath: argument) || !(argument.contains("!") || argument.contains(" ")) {
+            return try GraphFile.load(path: argument)
+        }
+        return try OneLineGraph.parse(argument)
+    }
+
+    /// The node types a graph can use: the built-in ones.
+    static func registry() -> NodeRegistry { BuiltinNodes.registry() }
+
+    /// Loads and checks a graph, printing every problem to standard error.
+    static func compile(
+        _ argument: String, options: GraphCompiler.Options = .init(), adjust: (inout GraphDescription) -> Void = { _ in }
+    ) throws -> CompiledGraph {
+        do {
+            var description = try description(of: argument)
+            adjust(&description)
+            return try GraphCompiler(registry: registry(), options: options).compile(description)
+        } catch let diagnostics as GraphDiagnostics {
+            printError(diagnostics.description)
+            throw ExitCode(1)
+        }
+    }
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import SluiceGraph
+
+/// `--text`, `--text-file` and `-`: the text a graph's text-driven sources speak.
+struct TextOptions: ParsableArguments {
+    @Option(name: .long, help: "Text for the graph's text-driven sources.")
+    var text: String?
+
+    @Option(name: .customLong("text-file"), help: "Read the text from this file (`-`: standard input).")
+    var textFile: String?
+
+    @Argument(help: "`-` reads the text from standard input.")
+    var standardInput: String?
+
+    func validate() throws {
+        if let standardInput, standardInput != "-" {
+            throw ValidationError("unexpected argument '\(standardInput)'; only `-` (standard input) may follow the graph")
+        }
+        let given = [text != nil, textFile != nil, standardInput != nil].filter { $0 }.count
+        if given > 1 { throw ValidationError("give the text once: --text, --text-file or -") }
+    }
+
+    /// The text, or nil when none was given.
+    func read() throws -> String? {
+        if let text { return text }
+        let path = textFile ?? standardInput
+        guard let path else { return nil }
+        if path == "-" {
+            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        }
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ValidationError("cannot read text file '\(path)': \(error.localizedDescription)")
+        }
+    }
+
+    /// Gives the text to the graph's text-driven sources, one line per piece, then ends it.
+    /// A graph with such sources needs text; text for a graph without them is an error.
+    func feed(_ graph: CompiledGraph) throws {
+        let sources = graph.textSources
+        let text = try read()
+        guard !sources.isEmpty else {
+            if text != nil {
+                printError("error: graph '\(graph.description.name)' has no text-driven source to speak the text (morse, or a speech provider)")
+                throw ExitCode(1)
+            }
+            return
+        }
+        guard let text else {
+            let names = graph.nodes.filter { $0.instance is any TextDrivenSource }.map { "'\($0.name)'" }
+            printError("error: \(names.joined(separator: ", ")) speaks text: give --text, --text-file or -")
+            throw ExitCode(1)
+        }
+        for source in sources {
+            for line in text.split(whereSeparator: \.isNewline) where !line.allSatisfy(\.isWhitespace) {
+                source.receive(text: String(line))
+            }
+            source.finishText()
+        }
+    }
+}
+
+/// `--stats json`.
+enum StatsFormat: String, ExpressibleByArgument {
+    case json
+}
+
+enum StatsOutput {
+    static func print(_ report: RunReport) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(report)
+        Swift.print(String(decoding: data, as: UTF8.self))
+    }
+}

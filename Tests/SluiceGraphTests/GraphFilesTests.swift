@@ -1,0 +1,45 @@
+import Foundation
+import SluiceConfig
+import SluiceNodes
+import Testing
+@testable import SluiceGraph
+
+/// Every graph in `graphs/` is valid and runs: each is copied with its fixtures to a scratch
+/// folder (so the files its sinks write land there), checked, and rendered offline.
+@Suite struct GraphFilesTests {
+    static let graphsFolder = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("graphs")
+
+    static var graphNames: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: graphsFolder.path)) ?? [])
+            .filter { $0.hasSuffix(".yaml") }.sorted()
+    }
+
+    @Test func thereAreGraphs() {
+        #expect(Self.graphNames.count >= 5)
+    }
+
+    @Test(arguments: graphNames)
+    func graphRendersOffline(name: String) throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-graphs-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try FileManager.default.copyItem(at: Self.graphsFolder, to: scratch)
+        let description = try GraphFile.load(path: scratch.appendingPathComponent(name).path)
+        let graph = try GraphCompiler(registry: BuiltinNodes.registry()).compile(description)
+        for source in graph.textSources {
+            source.receive(text: "SOS")
+            source.finishText()
+        }
+        let report = try OfflineRenderer(graph: graph).run()
+        #expect(report.audioSeconds > 0.5, "\(name) played \(report.audioSeconds) s")
+        #expect(report.failures.isEmpty)
+        #expect(report.underruns == 0)
+        // Every file sink wrote its file.
+        for node in graph.nodes where node.descriptor.typeName == "wav.sink" {
+            let path = try #require(node.parameters.path("path"))
+            let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+            #expect(size > 44, "\(name): \(path) is empty")
+        }
+    }
+}
