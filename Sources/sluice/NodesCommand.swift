@@ -10,6 +10,9 @@ struct NodesCommand: ParsableCommand {
     @Argument(help: "Show only these node types.")
     var types: [String] = []
 
+    @Flag(name: .long, help: "Print the Markdown reference of docs/graph-files.md.")
+    var markdown = false
+
     func run() throws {
         let registry = GraphLoading.registry()
         var selected = registry.all
@@ -21,36 +24,10 @@ struct NodesCommand: ParsableCommand {
             }
             selected = selected.filter { types.contains($0.descriptor.typeName) }
         }
-        print(selected.map { NodeListing.text(of: $0.descriptor) }.joined(separator: "\n"), terminator: "")
-    }
-}
-
-/// A node type as `sluice nodes` prints it.
-enum NodeListing {
-    static func text(of descriptor: NodeDescriptor) -> String {
-        var lines = ["\(descriptor.typeName) (\(descriptor.kind.rawValue)): \(descriptor.summary)"]
-        let inputs = descriptor.inputCountParameter.map { _ in descriptor.inputs.prefix(2) + [] } ?? descriptor.inputs[...]
-        for port in inputs {
-            lines.append("  in   \(port.name) [\(port.medium.rawValue)]" + (port.summary.isEmpty ? "" : "  \(port.summary)"))
+        if markdown {
+            print(NodeReference.markdown(of: selected.map(\.descriptor)), terminator: "")
+        } else {
+            print(selected.map { NodeReference.text(of: $0.descriptor) }.joined(separator: "\n"), terminator: "")
         }
-        if let count = descriptor.inputCountParameter, descriptor.inputs.count > 2 {
-            lines.append("  in   … up to \(descriptor.inputs.last!.name), as many as `\(count)` says")
-        }
-        for port in descriptor.outputs {
-            lines.append("  out  \(port.name) [\(port.medium.rawValue)]" + (port.summary.isEmpty ? "" : "  \(port.summary)"))
-        }
-        for parameter in descriptor.parameters {
-            var line = "  \(parameter.name): \(parameter.type)"
-            if let unit = parameter.unit { line += " (\(unit))" }
-            if parameter.isRequired {
-                line += ", required"
-            } else if let value = parameter.defaultValue {
-                line += ", default \(value)"
-            } else {
-                line += ", optional"
-            }
-            lines.append(line + " — \(parameter.summary)")
-        }
-        return lines.joined(separator: "\n") + "\n"
     }
 }

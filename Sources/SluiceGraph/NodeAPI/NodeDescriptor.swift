@@ -122,7 +122,7 @@ public enum ParameterType: Sendable, Hashable, CustomStringConvertible {
         case .string: "string"
         case .path: "path"
         case .choice(let names): "one of " + names.joined(separator: ", ")
-        case .rate(let range): "rate in \(range.lowerBound)…\(range.upperBound) Hz, or auto"
+        case .rate(let range): "rate in \(range.lowerBound)…\(range.upperBound), or auto"
         case .list: "list of strings"
         }
     }
