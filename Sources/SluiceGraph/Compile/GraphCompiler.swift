@@ -379,6 +379,12 @@ public struct GraphCompiler {
         let upstream = state.nodes[link.from.node].declaration.name
         let format = inputs[mismatch.input]
         let location = link.declaration.to.location ?? link.declaration.from.location
+        if case .parameter(let parameter, let problem, let fix) = mismatch.required {
+            let declared = node.declaration.parameters.first { $0.name == parameter }
+            state.error("node '\(name)' (\(node.descriptor.typeName)): \(problem)",
+                        at: declared?.valueLocation ?? node.declaration.location, fix: fix)
+            return
+        }
         let message: String
         let fix: String
         switch mismatch.required {
@@ -397,6 +403,8 @@ public struct GraphCompiler {
         case .other(let sentence):
             message = "'\(name)' cannot take \(format) from '\(upstream)'"
             fix = "use \(sentence)"
+        case .parameter:
+            return  // reported above
         }
         state.error("format mismatch: " + message, at: location, fix: fix)
     }

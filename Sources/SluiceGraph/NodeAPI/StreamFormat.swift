@@ -71,6 +71,8 @@ public enum FormatRequirement: Sendable, Hashable {
     case channels(Int)
     /// Anything else, said in a sentence ("a byte format the aligner can read").
     case other(String)
+    /// The node's own parameter rules this input out: the error points at the parameter.
+    case parameter(name: String, problem: String, fix: String)
 }
 
 public struct FormatMismatch: Error, Sendable, Hashable {

@@ -53,9 +53,10 @@ public final class ResamplerNode: ProcessorNode {
         if context.isLive && !quality.isRealtimeSafe {
             throw FormatMismatch(
                 input: 0,
-                required: .other(
-                    "a real-time-safe quality (soxr qualities allocate; use sinc-medium or another libsamplerate quality in live graphs)"
-                ))
+                required: .parameter(
+                    name: "quality",
+                    problem: "quality '\(quality.rawValue)' is for offline rendering: libsoxr allocates while it runs",
+                    fix: "use a libsamplerate quality (sinc-medium, sinc-fastest, …) in a live graph"))
         }
         let supported = 1...Resampler.maximumRate
         guard supported.contains(inputRate) else {

@@ -6,10 +6,14 @@ import Testing
 
 @Suite("ResamplerNode")
 struct ResamplerNodeTests {
-    static let soxrRefusal = FormatMismatch(
-        input: 0,
-        required: .other(
-            "a real-time-safe quality (soxr qualities allocate; use sinc-medium or another libsamplerate quality in live graphs)"))
+    static func soxrRefusal(_ quality: String) -> FormatMismatch {
+        FormatMismatch(
+            input: 0,
+            required: .parameter(
+                name: "quality",
+                problem: "quality '\(quality)' is for offline rendering: libsoxr allocates while it runs",
+                fix: "use a libsamplerate quality (sinc-medium, sinc-fastest, …) in a live graph"))
+    }
 
     static func context(downstream: Int?, live: Bool = false) -> FormatContext {
         FormatContext(downstreamRate: downstream, blockFrames: 256, isLive: live)
@@ -67,7 +71,7 @@ struct ResamplerNodeTests {
     func soxrRefusedLive(quality: ResamplerQuality) throws {
         let node = ResamplerNode(quality: quality)
         let input: [StreamFormat] = [.frames(rate: 24_000, channels: 1)]
-        #expect(throws: Self.soxrRefusal) {
+        #expect(throws: Self.soxrRefusal(quality.rawValue)) {
             try node.outputFormats(for: input, context: Self.context(downstream: 48_000, live: true))
         }
         #expect(try node.outputFormats(for: input, context: Self.context(downstream: 48_000)) == [.frames(rate: 48_000, channels: 1)])
