@@ -1,0 +1,137 @@
+import SluiceAudio
+import SluiceTestSupport
+import Testing
+@testable import SluiceGraph
+
+/// The playhead on its own: the sink edge's writer on one side, `render` on the other, as a
+/// device would call it.
+@Suite struct PlayheadTests {
+    final class Rig {
+        let writer: FrameEdgeWriter
+        let playhead: Playhead
+        let events: DrainEventReader
+        var written = 0
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: 4096)
+
+        init(capacity: Int = 4800, watermark: Int = 512) {
+            (writer, playhead, events) = makeSinkEdge(
+                rate: 48_000, channels: 1, capacityFrames: capacity, fadeFrames: 240,
+                watermarkFrames: watermark, eventCapacity: 256, workerWake: nil)
+        }
+
+        deinit { output.deallocate() }
+
+        /// Writes `count` frames of ones.
+        func write(_ count: Int) {
+            var left = count
+            while left > 0 {
+                let region = writer.writableRegion()
+                let frames = min(left, region.units)
+                region.base!.assumingMemoryBound(to: Float.self).update(repeating: 1, count: frames)
+                writer.commit(frames)
+                left -= frames
+                written += frames
+            }
+        }
+
+        func end() { writer.push(Marker(position: written, event: .endOfStream)) }
+
+        func render(_ frames: Int) -> [Float] {
+            playhead.render(into: output, frames: frames)
+            return Array(UnsafeBufferPointer(start: output, count: frames))
+        }
+
+        func drainEvents() -> [DrainEvent.Kind] {
+            var kinds: [DrainEvent.Kind] = []
+            while let event = events.next() { kinds.append(event.kind) }
+            return kinds
+        }
+    }
+
+    @Test func silentUntilTheWatermarkThenPlays() {
+        let rig = Rig(watermark: 512)
+        rig.write(511)
+        #expect(rig.render(256) == Array(repeating: 0, count: 256))
+        #expect(rig.playhead.state == .buffering)
+        rig.write(1)
+        #expect(rig.render(256) == Array(repeating: 1, count: 256))
+        #expect(rig.drainEvents() == [.started])
+        #expect(rig.playhead.playedFrames == 256)
+        #expect(rig.playhead.deviceFrames == 512)
+    }
+
+    @Test func anEndedStreamShorterThanTheWatermarkPlays() {
+        let rig = Rig(watermark: 4000)
+        rig.write(100)
+        rig.end()
+        let out = rig.render(256)
+        #expect(out[0..<100].allSatisfy { $0 == 1 })
+        #expect(out[100...].allSatisfy { $0 == 0 })
+        #expect(rig.playhead.isFinished)
+        #expect(rig.drainEvents() == [.started, .marker, .finished])  // the marker: end of stream
+    }
+
+    @Test func anUnderrunFadesOutWhatIsLeftAndRearms() {
+        let rig = Rig(watermark: 256)
+        rig.write(256 + 100)
+        _ = rig.render(256)
+        let out = rig.render(256)
+        // The 100 frames left fade from near 1 to near 0; the rest is silence.
+        #expect(out[0] > 0.99 && out[99] < 0.01 && out[99] > 0)
+        #expect(zip(out[0..<100], out[1..<100]).allSatisfy { $0.1 < $0.0 })
+        #expect(out[100...].allSatisfy { $0 == 0 })
+        #expect(rig.playhead.underruns == 1)
+        #expect(rig.playhead.state == .buffering)
+        // Re-armed: audio comes back with a fade-in once the watermark is there again.
+        rig.write(255)
+        #expect(rig.render(256).allSatisfy { $0 == 0 })
+        rig.write(1)
+        let back = rig.render(256)
+        #expect(back[0] > 0 && back[0] < 0.01 && back[239] > 0.99 && back[240] == 1)
+        #expect(rig.drainEvents() == [.started, .underrunStart, .underrunEnd])
+    }
+
+    @Test func cancelFadesOutWithinOneFadeLength() {
+        let rig = Rig(watermark: 256)
+        rig.write(2000)
+        _ = rig.render(256)
+        rig.playhead.cancel()
+        let out = rig.render(512)
+        #expect(out[0] > 0.99 && out[239] < 0.01)
+        #expect(out[240...].allSatisfy { $0 == 0 })
+        #expect(rig.playhead.isFinished)
+        #expect(rig.drainEvents() == [.started, .cancelled])
+    }
+
+    @Test func markersAreReportedWhenTheirFramePlays() {
+        let rig = Rig(watermark: 256)
+        rig.writer.push(Marker(position: 300, event: .utteranceStart(UtteranceID(7))))
+        rig.write(1000)
+        _ = rig.render(256)
+        #expect(rig.drainEvents() == [.started])
+        _ = rig.render(256)
+        let event = rig.events.next()
+        #expect(event?.kind == .marker)
+        #expect(event?.marker?.event == .utteranceStart(UtteranceID(7)))
+        #expect(event?.streamFrame == 300)
+    }
+
+    @Test(.enabled(if: AllocationCounter.testsEnabled))
+    func renderAllocatesNothing() throws {
+        let rig = Rig(capacity: 48_000, watermark: 256)
+        rig.write(1000)
+        _ = rig.render(256)  // warm-up
+        let count = AllocationCounter.count {
+            for round in 0..<2000 {
+                rig.writer.push(Marker(position: rig.written, event: .textSpan(TextSpan(utterance: UtteranceID(1), start: 0, end: 1))))
+                rig.write(round % 3 == 0 ? 100 : 300)  // runs dry now and then: underruns, re-arming
+                rig.playhead.render(into: rig.output, frames: 256)
+                while rig.events.next() != nil {}
+            }
+            rig.playhead.cancel()
+            rig.playhead.render(into: rig.output, frames: 256)
+        }
+        #expect(count == 0)
+        #expect(rig.playhead.underruns > 0)
+    }
+}
