@@ -42,6 +42,38 @@ import Testing
         #expect(sink.clock?.isRunning == false)
     }
 
+    @Test func statusReportsPositionAndWhatIsStillToBuffer() throws {
+        // A source at half real time, a device at 20× real time: playback waits for 0.1 s.
+        var registry = NodeRegistry()
+        try registry.register(NodeType(RampSource.type.descriptor) { _ in RampSource(rate: Self.rate, frames: 24_000, pace: 0.5) })
+        let sink = CollectingSink(pace: .realtime(speed: 20))
+        try registry.register(NodeType(CollectingSink.type.descriptor) { _ in sink })
+        let playback = PlaybackSettings(strategy: .buffered, watermark: 0.1, maxBuffered: 0.5, blockFrames: 256)
+        let graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(
+            chain([("src", "ramp", [:]), ("out", "collect", [:])], playback: playback))
+        let live = try LiveRun(graph: graph)
+        try live.start()
+        var sawBuffering = false
+        while true {
+            let status = live.status
+            if status.state == .buffering && status.position == 0 {
+                sawBuffering = true
+                let toBuffer = try #require(status.secondsToBuffer)
+                // What is still to buffer and what is buffered add up to the watermark
+                // (read a moment apart, so within what the source adds meanwhile).
+                #expect(abs(toBuffer + status.bufferedSeconds - 0.1) < 0.02)
+            }
+            if status.state != .buffering { break }
+            sleep(seconds: 0.001)
+        }
+        let report = try live.wait()
+        #expect(sawBuffering)
+        #expect(live.status.position == 0.5)
+        #expect(live.status.secondsToBuffer == 0)
+        #expect(report.audioSeconds == 0.5)
+        #expect(live.runningThreads == 0)
+    }
+
     @Test func cancelAtRandomPointsAlwaysReturnsAndFadesOut() throws {
         var generator = SeededGenerator(seed: 7)
         let fade = GraphRuntime.fadeFrames(rate: Self.rate)
