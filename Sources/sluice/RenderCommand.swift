@@ -46,8 +46,9 @@ struct RenderCommand: ParsableCommand {
         let renderer = try OfflineRenderer(graph: compiled)
         var file: SoundFileWriter?
         if let output {
-            guard let sink = compiled.sinks.first, case .frames(let sinkRate, let channels)? = compiled.edges.first(where: { compiled.nodes[$0.toNode].name == sink.name })?.format else {
-                throw ValidationError("the graph has no sink to render")
+            guard case .frames(let sinkRate, let channels)? = compiled.sinks.first?.inputFormats.first else {
+                printError("error: the graph has no sink to render")
+                throw ExitCode(1)
             }
             let flac = output.lowercased().hasSuffix(".flac")
             file = try SoundFileWriter(path: output, sampleRate: sinkRate, channels: channels, sampleFormat: flac ? .s24le : .f32le)
