@@ -39,39 +39,27 @@ class EdgeWriter {
     func wakeReader() { readerWake?.post() }
 }
 
-final class FrameEdgeWriter: EdgeWriter {
-    private var audio: RingProducer<Float>
-    private let channels: Int
+/// An edge writer over a ring of `Element`s: Float samples on frame edges (a unit is a frame
+/// of `elementsPerUnit` channels), bytes on byte edges (a unit is one byte).
+final class RingEdgeWriter<Element: BitwiseCopyable>: EdgeWriter {
+    private var audio: RingProducer<Element>
+    private let elementsPerUnit: Int
 
-    init(format: StreamFormat, audio: consuming RingProducer<Float>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
+    init(format: StreamFormat, audio: consuming RingProducer<Element>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
         self.audio = audio
-        channels = format.channels
+        elementsPerUnit = format.medium == .frames ? format.channels : 1
         super.init(format: format, markers: markers, readerWake: readerWake)
     }
 
     override func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
         let first = audio.writableRegions().first
-        return (UnsafeMutableRawPointer(first.baseAddress), first.count / channels)
+        return (UnsafeMutableRawPointer(first.baseAddress), first.count / elementsPerUnit)
     }
 
-    override func commitAudio(_ units: Int) { audio.commit(units * channels) }
+    override func commitAudio(_ units: Int) { audio.commit(units * elementsPerUnit) }
 }
 
-final class ByteEdgeWriter: EdgeWriter {
-    private var audio: RingProducer<UInt8>
-
-    init(format: StreamFormat, audio: consuming RingProducer<UInt8>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
-        self.audio = audio
-        super.init(format: format, markers: markers, readerWake: readerWake)
-    }
-
-    override func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
-        let first = audio.writableRegions().first
-        return (UnsafeMutableRawPointer(first.baseAddress), first.count)
-    }
-
-    override func commitAudio(_ units: Int) { audio.commit(units) }
-}
+typealias FrameEdgeWriter = RingEdgeWriter<Float>
 
 /// The reading end of an edge, used by one thread (the worker).
 class EdgeReader {
@@ -124,40 +112,24 @@ class EdgeReader {
     }
 }
 
-final class FrameEdgeReader: EdgeReader {
-    private var audio: RingConsumer<Float>
-    private let channels: Int
+/// An edge reader over a ring of `Element`s; units as for `RingEdgeWriter`.
+final class RingEdgeReader<Element: BitwiseCopyable>: EdgeReader {
+    private var audio: RingConsumer<Element>
+    private let elementsPerUnit: Int
 
-    init(format: StreamFormat, audio: consuming RingConsumer<Float>, markers: consuming RingConsumer<Marker>, writerWake: WakeSignal?) {
+    init(format: StreamFormat, audio: consuming RingConsumer<Element>, markers: consuming RingConsumer<Marker>, writerWake: WakeSignal?) {
         self.audio = audio
-        channels = format.channels
+        elementsPerUnit = format.medium == .frames ? format.channels : 1
         super.init(format: format, markers: markers, writerWake: writerWake)
     }
 
     override func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
         let first = audio.readableRegions().first
-        return (UnsafeRawPointer(first.baseAddress), first.count / channels)
+        return (UnsafeRawPointer(first.baseAddress), first.count / elementsPerUnit)
     }
 
-    override func releaseAudio(_ units: Int) { audio.release(units * channels) }
-    override func availableUnits() -> Int { audio.availableElements() / channels }
-}
-
-final class ByteEdgeReader: EdgeReader {
-    private var audio: RingConsumer<UInt8>
-
-    init(format: StreamFormat, audio: consuming RingConsumer<UInt8>, markers: consuming RingConsumer<Marker>, writerWake: WakeSignal?) {
-        self.audio = audio
-        super.init(format: format, markers: markers, writerWake: writerWake)
-    }
-
-    override func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
-        let first = audio.readableRegions().first
-        return (UnsafeRawPointer(first.baseAddress), first.count)
-    }
-
-    override func releaseAudio(_ units: Int) { audio.release(units) }
-    override func availableUnits() -> Int { audio.availableElements() }
+    override func releaseAudio(_ units: Int) { audio.release(units * elementsPerUnit) }
+    override func availableUnits() -> Int { audio.availableElements() / elementsPerUnit }
 }
 
 /// Markers an edge holds at most. Nodes emit a few per call; the playhead keeps its own
@@ -175,15 +147,15 @@ func makeEdge(format: StreamFormat, capacityUnits: Int, readerWake: WakeSignal?,
         let producer = ring.producer
         let consumer = ring.consumer
         return (
-            FrameEdgeWriter(format: format, audio: producer, markers: markerProducer, readerWake: readerWake),
-            FrameEdgeReader(format: format, audio: consumer, markers: markerConsumer, writerWake: writerWake))
+            RingEdgeWriter(format: format, audio: producer, markers: markerProducer, readerWake: readerWake),
+            RingEdgeReader(format: format, audio: consumer, markers: markerConsumer, writerWake: writerWake))
     case .bytes:
         let ring = makeRing(of: UInt8.self, capacity: capacityUnits)
         let producer = ring.producer
         let consumer = ring.consumer
         return (
-            ByteEdgeWriter(format: format, audio: producer, markers: markerProducer, readerWake: readerWake),
-            ByteEdgeReader(format: format, audio: consumer, markers: markerConsumer, writerWake: writerWake))
+            RingEdgeWriter(format: format, audio: producer, markers: markerProducer, readerWake: readerWake),
+            RingEdgeReader(format: format, audio: consumer, markers: markerConsumer, writerWake: writerWake))
     }
 }
 
