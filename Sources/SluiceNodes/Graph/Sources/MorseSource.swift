@@ -54,12 +54,8 @@ public final class MorseSource: TextDrivenSource, @unchecked Sendable {
                 ParameterDescriptor(
                     "amplitude", .number(0...1), default: .number(0.5),
                     summary: "Peak value of the tone (full scale is 1)."),
-                ParameterDescriptor(
-                    "rate", .rate(1_000...384_000), default: .integer(48_000), unit: "Hz",
-                    summary: "Output rate; auto takes the rate of the sink downstream, or 48000."),
-                ParameterDescriptor(
-                    "channels", .integer(1...8), default: .integer(1),
-                    summary: "Output channels, all carrying the same signal."),
+                SourceParameters.rate,
+                SourceParameters.channels,
             ])
     ) { parameters in
         MorseSource(

@@ -1,3 +1,5 @@
+import SluiceGraph
+
 /// How fast a test source may produce, on the graph's clock: so a tone or a file can stand in
 /// for a slow (or fast) speech provider, or one that stalls, with results that do not depend
 /// on the machine.
@@ -43,4 +45,19 @@ struct SourcePacing: Sendable, Hashable {
         while dueFrames(at: time) <= produced { time = time.nextUp }
         return time
     }
+}
+
+/// Parameters several sources share, declared once so they read the same everywhere.
+enum SourceParameters {
+    static let pace = ParameterDescriptor(
+        "pace", .number(0...10_000), default: .number(0), unit: "× real time",
+        summary: "Produce at most pace × rate × t frames by graph time t, like a provider; 0 is unpaced.")
+
+    static let rate = ParameterDescriptor(
+        "rate", .rate(1_000...384_000), default: .integer(48_000), unit: "Hz",
+        summary: "Output rate; auto takes the rate of the sink downstream, or 48000.")
+
+    static let channels = ParameterDescriptor(
+        "channels", .integer(1...8), default: .integer(1),
+        summary: "Output channels, all carrying the same signal.")
 }

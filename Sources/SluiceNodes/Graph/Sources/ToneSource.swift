@@ -47,18 +47,12 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
                 ParameterDescriptor(
                     "duration", .number(0...86_400), default: .number(1), unit: "s",
                     summary: "Length of the stream; it holds round(duration × rate) frames."),
-                ParameterDescriptor(
-                    "rate", .rate(1_000...384_000), default: .integer(48_000), unit: "Hz",
-                    summary: "Output rate; auto takes the rate of the sink downstream, or 48000."),
-                ParameterDescriptor(
-                    "channels", .integer(1...8), default: .integer(1),
-                    summary: "Output channels, all carrying the same signal."),
+                SourceParameters.rate,
+                SourceParameters.channels,
                 ParameterDescriptor(
                     "seed", .integer(0...Int(Int32.max)), default: .integer(1),
                     summary: "Seed of the noise generator; the same seed gives the same noise."),
-                ParameterDescriptor(
-                    "pace", .number(0...10_000), default: .number(0), unit: "× real time",
-                    summary: "Produce at most pace × rate × t frames by graph time t, like a provider; 0 is unpaced."),
+                SourceParameters.pace,
                 ParameterDescriptor(
                     "stall-at", .number(0...86_400), default: nil, unit: "s",
                     summary: "Graph time at which to stop producing for stall-for seconds, like a stalled provider."),

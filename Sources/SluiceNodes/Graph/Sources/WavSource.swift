@@ -22,9 +22,7 @@ public final class WavSource: SourceNode, @unchecked Sendable {
                 ParameterDescriptor(
                     "path", .path, default: nil, required: true,
                     summary: "The file to read; relative paths start at the graph file's folder."),
-                ParameterDescriptor(
-                    "pace", .number(0...10_000), default: .number(0), unit: "× real time",
-                    summary: "Produce at most pace × rate × t frames by graph time t, like a provider; 0 is unpaced."),
+                SourceParameters.pace,
             ])
     ) { parameters in
         guard let path = parameters.path("path") else {
