@@ -57,6 +57,12 @@ struct RenderCommand: ParsableCommand {
                 try file!.write(samples.baseAddress!, frames: samples.count / channels)
             }
         }
+        // Ctrl-C fades out and ends the render cleanly, so the file is complete and playable.
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler { renderer.cancel() }
+        interrupt.resume()
+        defer { interrupt.cancel() }
         let progress = ProgressBar()
         let report: RunReport
         do {
@@ -70,5 +76,9 @@ struct RenderCommand: ParsableCommand {
         file = nil
         for failure in report.failures { printError("warning: \(failure)") }
         if stats == .json { try StatsOutput.print(report) }
+        if report.cancelled {
+            printError("interrupted: rendered \(report.audioSeconds) s, faded out")
+            throw ExitCode(130)
+        }
     }
 }
