@@ -169,8 +169,10 @@ public struct GraphCompiler {
         var inputLinks: [PortKey: LinkDeclaration] = [:]
         var outputLinks: [PortKey: LinkDeclaration] = [:]
         for link in state.description.links {
-            guard let from = resolve(link.from, output: true, names: names, &state),
-                  let to = resolve(link.to, output: false, names: names, &state) else { continue }
+            // Both ends, always: a bad source end must not hide a bad target end.
+            let from = resolve(link.from, output: true, names: names, &state)
+            let to = resolve(link.to, output: false, names: names, &state)
+            guard let from, let to else { continue }
             if let first = outputLinks[from] {
                 state.error("output '\(portName(from, output: true, state))' is linked twice (first at \(first.from.location.map { "line \($0.line)" } ?? "an earlier link"))",
                             at: link.from.location, fix: "an output feeds one input; add a second output node or link once")

@@ -213,6 +213,8 @@ public final class SoundFileWriter {
         self.sampleFormat = sampleFormat
         // Float → integer conversion clips rather than wraps.
         sf_command(handle, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        // No PEAK chunk: it stores the time of writing, and renders must be byte-identical.
+        sf_command(handle, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
         // Sorted, so the file's bytes do not depend on dictionary order.
         for (kind, text) in strings.sorted(by: { $0.key.code < $1.key.code }) {
             guard sf_set_string(handle, kind.code, text) == 0 else {

@@ -20,18 +20,43 @@ public enum CommandRunner {
         URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
     }
 
+    /// A child that exits without reading all its input must not kill the test runner with
+    /// SIGPIPE: the write fails with EPIPE instead.
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     /// Runs product `name` with `arguments`, killing it after `timeout` seconds.
-    public static func run(_ name: String, _ arguments: [String], timeout: Double = 60) throws -> Outcome {
+    ///
+    /// - Parameters:
+    ///   - standardInput: bytes the child reads on standard input, which is then closed; nil
+    ///     leaves the test runner's standard input to the child.
+    ///   - currentDirectory: the child's working directory; nil keeps the test runner's.
+    public static func run(
+        _ name: String, _ arguments: [String], timeout: Double = 60,
+        standardInput: Data? = nil, currentDirectory: URL? = nil
+    ) throws -> Outcome {
         let process = Process()
         process.executableURL = productsFolder.appendingPathComponent(name)
         process.arguments = arguments
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output
         process.standardError = error
+        let input = standardInput.map { _ in Pipe() }
+        if let input { process.standardInput = input }
         let finished = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in finished.signal() }
         try process.run()
+        if let input, let standardInput {
+            _ = ignoreBrokenPipes
+            // Write from another thread so a child that does not read cannot block the test;
+            // closing the pipe is the end of its input.
+            let writer = input.fileHandleForWriting
+            DispatchQueue.global().async {
+                try? writer.write(contentsOf: standardInput)
+                try? writer.close()
+            }
+        }
         // Read while it runs so a full pipe cannot block the child.
         let outputData = LockedData()
         let errorData = LockedData()

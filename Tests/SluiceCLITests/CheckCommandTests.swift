@@ -1,0 +1,187 @@
+import Foundation
+import SluiceTestSupport
+import Testing
+
+@Suite("sluice check")
+struct CheckCommandTests {
+    private let folder = TemporaryFolder("sluice-check")
+
+    /// What `check` says of each shipped graph: its nodes and links.
+    static let shippedGraphs: [String: (nodes: Int, links: Int)] = [
+        "mix.yaml": (7, 6),
+        "morse.yaml": (3, 2),
+        "record-and-listen.yaml": (5, 4),
+        "speech-render.yaml": (6, 5),
+        "tone.yaml": (3, 2),
+    ]
+
+    @Test("the graphs this test knows are all shipped")
+    func shippedGraphsArePresent() {
+        #expect(Set(CLI.graphFiles()).isSuperset(of: Self.shippedGraphs.keys))
+    }
+
+    @Test("every graph in graphs/ checks ok, with its node and link counts", arguments: CLI.graphFiles())
+    func shippedGraphChecks(_ name: String) throws {
+        let path = "graphs/\(name)"
+        let outcome = try CLI.sluice(["check", path])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(outcome.standardError == "")
+        if let (nodes, links) = Self.shippedGraphs[name] {
+            #expect(outcome.standardOutput == "\(path): ok (\(nodes) nodes, \(links) links)\n")
+        } else {
+            // A graph added since: the line's shape is still fixed.
+            #expect(outcome.standardOutput.wholeMatch(of: /graphs\/[^:]+: ok \(\d+ nodes, \d+ links\)\n/) != nil,
+                    "\(outcome.standardOutput)")
+        }
+    }
+
+    /// Writes `yaml` as `name` in the temporary folder and checks it from there, so messages
+    /// start with the bare file name.
+    private func check(_ yaml: String, as name: String) throws -> CommandRunner.Outcome {
+        try folder.write(yaml, to: name)
+        return try CLI.sluice(["check", name], in: folder.url)
+    }
+
+    @Test("a format mismatch: exit 1, file:line:col of the link, and the node to insert")
+    func formatMismatch() throws {
+        let outcome = try check("""
+            name: bad
+            nodes:
+              voice: { type: tone, rate: 24000 }
+              fade:  { type: fader }
+              out:   { type: wav.sink, path: x.wav, rate: 48000 }
+            links:
+              - voice -> fade -> out
+
+            """, as: "rates.yaml")
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == """
+            rates.yaml:7:22: error: format mismatch: sample rates differ: 'fade' gives 24000 Hz, 'out' takes 48000 Hz
+              fix: insert a resampler between 'fade' (24000 Hz) and 'out' (48000 Hz)
+
+            """)
+    }
+
+    @Test("invalid YAML: exit 1 at the place the parser stopped, with how to close the mapping")
+    func yamlSyntax() throws {
+        let outcome = try check("""
+            name: bad
+            nodes:
+              a4: { type: tone }
+              out: { type: null.sink
+
+            """, as: "syntax.yaml")
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == """
+            syntax.yaml:5:1: error: invalid YAML: did not find expected ',' or '}' (while parsing a flow mapping at line 4, column 8)
+              fix: close the `{` with `}` and separate its entries with ','
+
+            """)
+    }
+
+    @Test("several errors are reported together, each with its fix, in file order")
+    func severalErrorsInFileOrder() throws {
+        let outcome = try check("""
+            name: bad
+            nodes:
+              a4:   { type: tone, frequncy: 440 }
+              fade: { type: fadr }
+              out:  { type: wav.sink, path: x.wav }
+            links:
+              - a4 -> fade -> out
+
+            """, as: "typos.yaml")
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == """
+            typos.yaml:3:23: error: node 'a4' (tone) has no parameter 'frequncy'
+              fix: did you mean 'frequency'?
+            typos.yaml:4:17: error: unknown node type 'fadr' for node 'fade'
+              fix: did you mean 'fader'?
+
+            """)
+    }
+
+    @Test("errors are sorted by place in the file, not by when the check found them")
+    func errorsSortedByPlace() throws {
+        // Links are resolved after nodes are made, but written first here: the link error
+        // comes first.
+        let outcome = try check("""
+            name: bad
+            links:
+              - a4 -> fade -> outt
+            nodes:
+              a4:   { type: tone, amplitude: 3 }
+              fade: { type: fader }
+              out:  { type: wav.sink, path: x.wav, rate: 7 }
+
+            """, as: "order.yaml")
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == """
+            order.yaml:3:19: error: link to missing node 'outt'
+              fix: did you mean 'out'?
+            order.yaml:5:34: error: parameter 'amplitude' of node 'a4' must be a number in 0…1, got 3
+              fix: amplitude: 0.5 — Peak value (full scale is 1).
+            order.yaml:7:46: error: parameter 'rate' (Hz) of node 'out' must be a rate in 1000…384000, or auto, got 7
+              fix: rate: auto — The file's rate; auto takes the input's. A set rate is what auto rates upstream follow.
+
+            """)
+    }
+
+    @Test("a link is checked at both ends even when the node it leaves could not be made")
+    func linkFromABrokenNode() throws {
+        let outcome = try check("""
+            name: bad
+            nodes:
+              a4:   { type: tone }
+              fade: { type: fader, gain: loud }
+              out:  { type: wav.sink, path: x.wav }
+            links:
+              - a4 -> fade -> outt
+
+            """, as: "ends.yaml")
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.hasPrefix("""
+            ends.yaml:4:30: error: parameter 'gain' of node 'fade' must be a number in 0…4, got 'loud'
+              fix: gain: 1 — Linear gain on everything; 1 leaves samples outside the fades untouched.
+
+            """))
+        #expect(outcome.standardError.contains("""
+            ends.yaml:7:19: error: link to missing node 'outt'
+              fix: did you mean 'out'?
+
+            """))
+    }
+
+    @Test("a one-line graph checks ok")
+    func oneLineGraph() throws {
+        let outcome = try CLI.sluice(["check", "tone ! fader ! null.sink"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(outcome.standardOutput == "tone ! fader ! null.sink: ok (3 nodes, 2 links)\n")
+        #expect(outcome.standardError == "")
+    }
+
+    @Test("a broken one-line graph is placed on the command line")
+    func brokenOneLineGraph() throws {
+        let outcome = try CLI.sluice(["check", "tone ! fadr ! null.sink"])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == """
+            <command line>:1:8: error: unknown node type 'fadr' for node 'fadr'
+              fix: did you mean 'fader'?
+
+            """)
+    }
+
+    @Test("a missing graph file: exit 1 naming the file")
+    func missingFile() throws {
+        let missing = folder.file("nowhere/graph.yaml").path
+        let outcome = try CLI.sluice(["check", missing])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == "error: cannot read graph file '\(missing)': no such file\n")
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import SluiceTestSupport
+import Testing
+
+@Suite("sluice nodes")
+struct NodesCommandTests {
+    /// Every built-in node type, its kind, and its parameters in the order listed.
+    static let builtins: [(type: String, kind: String, parameters: [String])] = [
+        ("tone", "source", ["waveform", "frequency", "amplitude", "duration", "rate", "channels", "seed", "pace", "stall-at", "stall-for"]),
+        ("wav.source", "source", ["path", "pace"]),
+        ("bytes.source", "source", ["path", "format", "rate", "channels", "chunk"]),
+        ("morse", "source", ["frequency", "wpm", "amplitude", "rate", "channels"]),
+        ("aligner", "processor", []),
+        ("resampler", "processor", ["quality", "rate"]),
+        ("crossfader", "processor", ["duration"]),
+        ("fader", "processor", ["length", "gain"]),
+        ("mixer", "processor", ["inputs", "gains"]),
+        ("channel-map", "processor", ["channels", "routing"]),
+        ("tee", "processor", ["outputs"]),
+        ("wav.sink", "sink", ["path", "format", "sample-format", "rate", "channels", "title", "artist"]),
+        ("null.sink", "sink", ["rate", "channels", "speed", "period"]),
+    ]
+
+    /// One type's entry as printed: `type (kind): summary`, port lines, `  name: …` lines.
+    struct Entry {
+        var type: String
+        var kind: String
+        var parameters: [String]
+        var text: String
+    }
+
+    /// Splits `sluice nodes` output into entries (blank lines between them).
+    static func entries(_ output: String) -> [Entry] {
+        output.components(separatedBy: "\n\n").compactMap { block in
+            let lines = block.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+            guard let header = lines.first?.firstMatch(of: /^(\S+) \((source|processor|sink)\): \S/) else { return nil }
+            let parameters = lines.dropFirst().compactMap { $0.firstMatch(of: /^  ([a-z][a-z0-9-]*):\s/).map { String($0.1) } }
+            return Entry(type: String(header.1), kind: String(header.2), parameters: parameters, text: block)
+        }
+    }
+
+    @Test("lists every built-in type, with its kind and each parameter")
+    func listsEverything() throws {
+        let outcome = try CLI.sluice(["nodes"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(outcome.standardError == "")
+        let listed = Self.entries(outcome.standardOutput)
+        // Every block of the output is a type entry.
+        #expect(listed.count == outcome.standardOutput.components(separatedBy: "\n\n").count)
+        for builtin in Self.builtins {
+            let entry = try #require(listed.first { $0.type == builtin.type }, "'\(builtin.type)' is not listed")
+            #expect(entry.kind == builtin.kind, "'\(builtin.type)'")
+            #expect(entry.parameters == builtin.parameters, "'\(builtin.type)'")
+        }
+        #expect(Set(listed.map(\.type)).count == listed.count, "a type listed twice")
+    }
+
+    @Test("each entry shows ports, and per parameter its type, default and what it does")
+    func entryShape() throws {
+        let outcome = try CLI.sluice(["nodes", "fader"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(outcome.standardOutput == """
+            fader (processor): Fades in and out around breaks and at the end so nothing clicks, and applies a gain.
+              in   in [frames]  Float32 frames
+              out  out [frames]  The same format, `length` frames later
+              length: integer in 0…48000 (frames), default 256 — Fade length, and the delay the node adds to look ahead for breaks.
+              gain: number in 0…4, default 1 — Linear gain on everything; 1 leaves samples outside the fades untouched.
+
+            """)
+    }
+
+    @Test("sluice nodes tone shows only tone, as the full list does")
+    func onlyTone() throws {
+        let outcome = try CLI.sluice(["nodes", "tone"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let listed = Self.entries(outcome.standardOutput)
+        #expect(listed.map(\.type) == ["tone"])
+        let all = Self.entries(try CLI.sluice(["nodes"]).standardOutput)
+        let tone = try #require(all.first { $0.type == "tone" })
+        #expect(outcome.standardOutput == tone.text + "\n")
+    }
+
+    @Test("several types: just those")
+    func severalTypes() throws {
+        let outcome = try CLI.sluice(["nodes", "wav.sink", "tone"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(Set(Self.entries(outcome.standardOutput).map(\.type)) == ["tone", "wav.sink"])
+    }
+
+    @Test("an unknown type: exit 1 with the closest name", arguments: [
+        ("tonne", "tone"), ("wav.snk", "wav.sink"), ("fadr", "fader"),
+    ])
+    func unknownType(_ typo: String, _ meant: String) throws {
+        let outcome = try CLI.sluice(["nodes", typo])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == "error: unknown node type '\(typo)'; did you mean '\(meant)'?\n")
+    }
+
+    @Test("an unknown type with nothing close: exit 1, no suggestion")
+    func unknownTypeNothingClose() throws {
+        let outcome = try CLI.sluice(["nodes", "xyzzyq"])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        #expect(outcome.standardError == "error: unknown node type 'xyzzyq'\n")
+    }
+}
