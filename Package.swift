@@ -62,7 +62,10 @@ let package = Package(
         // MARK: Benchmarks (run by scripts/bench, always in release mode)
         .executableTarget(
             name: "SluiceBenchmarks",
-            dependencies: ["SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate"],
+            dependencies: [
+                "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate",
+                "SluiceGraph", "SluiceConfig", "CSndFile",
+            ],
             path: "Benchmarks/SluiceBenchmarks"
         ),
 

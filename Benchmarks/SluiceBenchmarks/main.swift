@@ -11,6 +11,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("ring", "SPSC ring vs jack_ringbuffer, two threads, 1 KiB and 4 KiB chunks", RingSuite.run),
     ("resampler", "Resampler node vs raw libsamplerate, 24 kHz -> 48 kHz, each converter", ResamplerSuite.run),
     ("nodes", "Aligner, Crossfader, Fader vs memcpy of the same data", NodesSuite.run),
+    ("render", "speech-render.yaml offline vs libsamplerate, sox, gst-launch-1.0", RenderSuite.run),
 ]
 
 let defaultRuns = 7
