@@ -84,8 +84,10 @@ final class GraphRuntime: @unchecked Sendable {
             let ports = NodePorts(inputs: node.inputFormats, outputs: node.outputFormats)
             switch node.instance {
             case let source as any SourceNode:
+                let output = writers[index][0]!
                 sources.append(SourceSlot(
-                    name: node.name, node: source, ports: ports, output: writers[index][0]!, wake: sourceWakes[index]))
+                    name: node.name, node: source, ports: ports, output: output, wake: sourceWakes[index],
+                    chunked: !sinks.contains { $0.writer === output }))
             case let processor as any ProcessorNode:
                 processors.append(ProcessorSlot(
                     name: node.name, node: processor, ports: ports,

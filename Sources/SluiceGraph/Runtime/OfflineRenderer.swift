@@ -89,37 +89,48 @@ public final class OfflineRenderer: @unchecked Sendable {
             if moveEverything(at: time, anyWaiting: &anyWaiting) { lastMovement = time }
             statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
             for index in sinks.indices { updateWatermark(index, time: time) }
-            let buffered = sinks[0].writer.writtenUnits.load(ordering: .relaxed) - sinks[0].playhead.playedFrames
-
-            for index in sinks.indices where !sinks[index].playhead.isFinished || ended[index] == nil {
-                let sink = sinks[index]
-                let rate = sink.playhead.sampleRate
-                let first = tick * block * rate / primary.playhead.sampleRate
-                let frames = (tick + 1) * block * rate / primary.playhead.sampleRate - first
-                sink.playhead.render(into: buffers[index], frames: frames)
-                while let event = sink.events.next() {
-                    statistics.record(event, sink: index)
-                    switch event.kind {
-                    case .started: if started[index] == nil { started[index] = event.deviceFrame }
-                    case .finished, .cancelled: ended[index] = event.deviceFrame
-                    default: break
+            // Periods to render before the sources and the worker run again. One, unless every
+            // sink is playing from a buffer that holds several and no source is waiting for a
+            // later time: then the worker could not change what those periods play (each has
+            // its frames already, so no underrun and no watermark decision can differ), and
+            // rendering them together saves the steps in between.
+            let periods = anyWaiting || cancelled ? 1 : periodsReady(sinks, block: block, primaryRate: primary.playhead.sampleRate)
+            for period in 0..<periods {
+                let index = tick + period
+                let buffered = sinks[0].writer.writtenUnits.load(ordering: .relaxed) - sinks[0].playhead.playedFrames
+                for sinkIndex in sinks.indices where !sinks[sinkIndex].playhead.isFinished || ended[sinkIndex] == nil {
+                    let sink = sinks[sinkIndex]
+                    let rate = sink.playhead.sampleRate
+                    let first = index * block * rate / primary.playhead.sampleRate
+                    let frames = (index + 1) * block * rate / primary.playhead.sampleRate - first
+                    sink.playhead.render(into: buffers[sinkIndex], frames: frames)
+                    while let event = sink.events.next() {
+                        statistics.record(event, sink: sinkIndex)
+                        switch event.kind {
+                        case .started: if started[sinkIndex] == nil { started[sinkIndex] = event.deviceFrame }
+                        case .finished, .cancelled: ended[sinkIndex] = event.deviceFrame
+                        default: break
+                        }
                     }
-                }
-                if let start = started[index] {
-                    let from = max(start, first) - first
-                    let to = min(ended[index] ?? Int.max, first + frames) - first
-                    if to > from {
-                        let samples = UnsafeBufferPointer(
-                            start: buffers[index] + from * sink.playhead.channels, count: (to - from) * sink.playhead.channels)
-                        if let output { try output(index, samples) } else { try sink.node.write(samples) }
+                    if let start = started[sinkIndex] {
+                        let from = max(start, first) - first
+                        let to = min(ended[sinkIndex] ?? Int.max, first + frames) - first
+                        if to > from {
+                            let samples = UnsafeBufferPointer(
+                                start: buffers[sinkIndex] + from * sink.playhead.channels, count: (to - from) * sink.playhead.channels)
+                            if let output { try output(sinkIndex, samples) } else { try sink.node.write(samples) }
+                        }
                     }
+                    if sink.playhead.isFinished && ended[sinkIndex] == nil { ended[sinkIndex] = first + frames }
                 }
-                if sink.playhead.isFinished && ended[index] == nil { ended[index] = first + frames }
+                observer?(Tick(
+                    index: index, time: Double(index * block) / Double(primary.playhead.sampleRate),
+                    bufferedFrames: buffered, state: sinks[0].playhead.state))
+                if let expected, expected > 0, index % 512 == 0 {
+                    progress?(min(1, Double(sinks[0].playhead.playedFrames) / (expected * Double(primary.playhead.sampleRate))))
+                }
             }
-            observer?(Tick(index: tick, time: time, bufferedFrames: buffered, state: sinks[0].playhead.state))
-            if let expected, expected > 0, tick % 512 == 0 {
-                progress?(min(1, Double(sinks[0].playhead.playedFrames) / (expected * Double(primary.playhead.sampleRate))))
-            }
+            tick += periods - 1
             if allFinished(sinks) { break }
             if !anyWaiting && time - lastMovement > Self.stallSeconds {
                 let states = runtime.sources.map { "\($0.name): \($0.isFinished ? "finished" : "not finished")" }
@@ -163,6 +174,23 @@ public final class OfflineRenderer: @unchecked Sendable {
             movedAtAll = movedAtAll || moved
         }
         return movedAtAll
+    }
+
+    /// Most periods rendered between two runs of the sources and the worker.
+    static let maximumBatch = 16
+
+    /// How many whole periods every sink can play from what it holds now (1 to
+    /// `maximumBatch`); 1 when a sink is not playing.
+    private func periodsReady(_ sinks: [GraphRuntime.SinkSlot], block: Int, primaryRate: Int) -> Int {
+        var periods = Self.maximumBatch
+        for index in sinks.indices {
+            let playhead = sinks[index].playhead
+            guard playhead.state == .playing else { return 1 }
+            let available = sinks[index].writer.writtenUnits.load(ordering: .acquiring) - playhead.playedFrames
+            let period = block * playhead.sampleRate / primaryRate + 1
+            periods = min(periods, available / period)
+        }
+        return max(1, periods)
     }
 
     /// A loop, not `allSatisfy`: this runs every tick and must not allocate, even unoptimized.

@@ -37,7 +37,12 @@ final class SourceSlot: @unchecked Sendable {
     let producedUnits = Atomic<Int>(0)
     let finished = Atomic<Bool>(false)
 
-    init(name: String, node: any SourceNode, ports: NodePorts, output: EdgeWriter, wake: WakeSignal?) {
+    private let minimumRoom: Int
+
+    /// - Parameter chunked: offer room only once a quarter of the edge is free. Not for an
+    ///   edge straight into a sink, whose playhead may wait for it to be full.
+    init(name: String, node: any SourceNode, ports: NodePorts, output: EdgeWriter, wake: WakeSignal?, chunked: Bool) {
+        minimumRoom = chunked ? max(1, output.capacityUnits / 4) : 1
         self.name = name
         self.node = node
         self.ports = ports
@@ -57,8 +62,10 @@ final class SourceSlot: @unchecked Sendable {
             guard time >= until else { return .waiting(until: until) }
             waitingUntil = nil
         }
+        // A source is offered room once `minimumRoom` is free, so it reads and produces in
+        // chunks rather than a block's worth at a time (fewer reads, fewer wakes).
+        guard output.freeUnits() >= minimumRoom, output.markerRoom() >= NodePorts.markerCapacity else { return .full }
         let region = output.writableRegion()
-        guard region.units > 0, output.markerRoom() >= NodePorts.markerCapacity else { return .full }
         if let since = waitingSince {
             waitingSeconds += time - since
             waitingSince = nil
