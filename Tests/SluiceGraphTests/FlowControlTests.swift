@@ -114,7 +114,10 @@ import Testing
         #expect(run.firstPlayingTick == expected)
         #expect(abs((run.report.watermarkSeconds ?? 0) - 2.0) < 0.01)
         #expect(run.report.underruns == 0)
-        #expect(abs((run.report.sourceRealTimeFactor ?? 0) - 2.0) < 0.01)
+        // 2.0 on the graph clock, plus the wall time spent inside `produce` (a few ms; more
+        // under a sanitizer).
+        let factor = try #require(run.report.sourceRealTimeFactor)
+        #expect(factor >= 2.0 - 1e-3 && factor < 2.25)
         #expect(run.samples.count == total)
     }
 
