@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SluiceGraph", targets: ["SluiceGraph"]),
         .library(name: "SluiceNodes", targets: ["SluiceNodes"]),
         .library(name: "SluiceConfig", targets: ["SluiceConfig"]),
+        .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
         .executable(name: "sluice", targets: ["sluice"]),
     ],
     dependencies: [
@@ -45,6 +46,7 @@ let package = Package(
             name: "SluiceNodes",
             dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSndFile"]
         ),
+        .target(name: "SluiceJACK", dependencies: ["SluiceGraph", "SluiceRT", "SluiceAudio", "CJack"]),
         .target(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
@@ -54,7 +56,7 @@ let package = Package(
         .executableTarget(
             name: "sluice",
             dependencies: [
-                "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "CSndFile",
+                "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK", "CSndFile",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -71,6 +73,11 @@ let package = Package(
 
         // MARK: Test support
         .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),
+        .target(
+            name: "JackTestSupport",
+            dependencies: ["CJack", "SluiceRT"],
+            path: "Tests/Support/JackTestSupport"
+        ),
         .target(
             name: "SluiceTestSupport",
             dependencies: ["CAllocationCounter"],
@@ -89,6 +96,13 @@ let package = Package(
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
+        .testTarget(
+            name: "SluiceJACKTests",
+            dependencies: [
+                "SluiceJACK", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceRT", "CJack",
+                "JackTestSupport", "SluiceTestSupport",
+            ]
+        ),
         .testTarget(
             name: "SystemLibraryTests",
             dependencies: ["CJack", "CSampleRate", "CCurl", "CSndFile"]

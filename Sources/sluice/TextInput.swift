@@ -68,10 +68,11 @@ enum StatsFormat: String, ExpressibleByArgument {
 }
 
 enum StatsOutput {
-    static func print(_ report: RunReport) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data = try encoder.encode(report)
+    /// One JSON object: the report's fields, plus `extra` (a live run's JACK figures).
+    static func print(_ report: RunReport, extra: [String: Any] = [:]) throws {
+        var object = try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any] ?? [:]
+        object.merge(extra) { _, new in new }
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         Swift.print(String(decoding: data, as: UTF8.self))
     }
 }

@@ -313,7 +313,7 @@ public struct GraphCompiler {
         for index in order.reversed() {
             let node = state.nodes[index]
             if let sink = node.instance as? any SinkNode {
-                downstreamRate[index] = options.sinkRate ?? sink.decidedRate
+                downstreamRate[index] = options.sinkRate ?? sink.decidedRate(live: options.isLive)
             } else {
                 downstreamRate[index] = state.links.filter { $0.from.node == index }
                     .lazy.compactMap { downstreamRate[$0.to.node] }.first

@@ -129,6 +129,14 @@ public protocol SinkNode: Node {
     /// takes its input's rate.
     var decidedRate: Int? { get }
 
+    /// [control] The rate this sink plays at in a live run (`live`) or an offline one: a
+    /// device sink asks its device only when live. Defaults to `decidedRate`.
+    func decidedRate(live: Bool) -> Int?
+
+    /// [control] Why the sink's device stopped (its server went away), or nil. A live run
+    /// polls this and ends with the error instead of waiting for a device that is gone.
+    var deviceFailure: (any Error)? { get }
+
     /// [control] Live runs: starts whatever pulls audio from `playhead` (a device callback,
     /// a clock thread). Returns at once.
     func start(_ playhead: Playhead) throws
@@ -146,6 +154,8 @@ public protocol SinkNode: Node {
 
 extension SinkNode {
     public var decidedRate: Int? { nil }
+    public func decidedRate(live: Bool) -> Int? { decidedRate }
+    public var deviceFailure: (any Error)? { nil }
     public func write(_ samples: UnsafeBufferPointer<Float>) throws {}
     public func finish() throws {}
 }

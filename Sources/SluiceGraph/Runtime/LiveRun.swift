@@ -78,7 +78,13 @@ public final class LiveRun: @unchecked Sendable {
     /// every thread and returns the report. Rethrows a sink's failure.
     public func wait() throws -> RunReport {
         var cancelled = false
+        var deviceFailure: (any Error)?
         while !runtime.sinks.allSatisfy({ $0.playhead.isFinished }) {
+            // A device that went away never renders again: end now, with its error.
+            if let failure = runtime.sinks.lazy.compactMap({ $0.node.deviceFailure }).first {
+                deviceFailure = failure
+                break
+            }
             if !cancelled && cancelRequested.load(ordering: .acquiring) {
                 // The playheads fade out first; the sources stop once they have, so the end
                 // of the stream cannot overtake the fade.
@@ -95,6 +101,7 @@ public final class LiveRun: @unchecked Sendable {
         let failure = shutDown()
         var report = statistics.report(graphSeconds: graphTime, wallSeconds: monotonicSeconds() - wallStart)
         report.cancelled = cancelled
+        if let deviceFailure { throw deviceFailure }
         if let failure { throw failure }
         return report
     }

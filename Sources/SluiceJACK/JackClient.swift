@@ -1,0 +1,89 @@
+import CJack
+import Glibc
+
+/// A JACK problem, told in a sentence a user can act on.
+public struct JackError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// No server answered.
+    static func noServer(_ server: String?) -> JackError {
+        let name = server ?? ProcessInfoLite.environment("JACK_DEFAULT_SERVER") ?? "default"
+        return JackError(
+            "no JACK server named '\(name)' is running. Start one: `jackd -d alsa` for a sound card, "
+                + "`jackd --no-realtime -d dummy -r 48000 -p 256 &` for a test server (add `-n \(name)` for a named one), "
+                + "or run Sluice under PipeWire's JACK layer with `pw-jack sluice …`")
+    }
+}
+
+/// A client of a JACK server: opened without starting a server, closed on deinit.
+///
+/// Threading: [control] for everything here. The process, xrun and shutdown callbacks are
+/// registered by the sink that owns the client.
+public final class JackClient: @unchecked Sendable {
+    // SAFETY: a jack_client_t* owned by this object from open to close.
+    let handle: OpaquePointer
+    /// The name JACK gave the client (it appends `-01` … when the name is taken).
+    public let name: String
+    /// The server asked for, or nil for JACK's default (`$JACK_DEFAULT_SERVER`, then
+    /// "default").
+    public let server: String?
+    private var closed = false
+
+    /// Opens a client named `name` on `server`. Never starts a server.
+    public init(name: String, server: String?) throws(JackError) {
+        var status = jack_status_t(rawValue: 0)
+        let options = jack_options_t(rawValue: JackNoStartServer.rawValue)
+        guard let handle = sluice_jack_client_open(name, options, &status, server) else {
+            if status.rawValue & JackServerFailed.rawValue != 0 || status.rawValue & JackServerError.rawValue != 0 {
+                throw .noServer(server)
+            }
+            throw JackError("JACK refused a client named '\(name)' (status 0x\(String(status.rawValue, radix: 16)))")
+        }
+        self.handle = handle
+        self.server = server
+        self.name = String(cString: jack_get_client_name(handle))
+    }
+
+    deinit {
+        close()
+    }
+
+    /// The server's sample rate, in Hz.
+    public var sampleRate: Int { Int(jack_get_sample_rate(handle)) }
+
+    /// Frames per process callback now (it may change while running).
+    public var bufferSize: Int { Int(jack_get_buffer_size(handle)) }
+
+    /// Closes the client (deactivating it first). Safe to call more than once.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        jack_client_close(handle)
+    }
+
+    /// Port names matching a regular expression (nil: all) with all of `flags`.
+    public func ports(matching pattern: String? = nil, flags: JackPortFlags) -> [String] {
+        guard let list = jack_get_ports(handle, pattern, nil, UInt(flags.rawValue)) else { return [] }
+        defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+        var names: [String] = []
+        var index = 0
+        while let name = list[index] {
+            names.append(String(cString: name))
+            index += 1
+        }
+        return names
+    }
+}
+
+/// The environment without Foundation.
+enum ProcessInfoLite {
+    static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+}

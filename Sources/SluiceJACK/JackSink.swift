@@ -1,0 +1,193 @@
+import CJack
+import Glibc
+import SluiceGraph
+import Synchronization
+
+/// `jack.sink`: plays a graph's audio through JACK output ports.
+///
+/// The process callback renders the sink's `Playhead` into the port buffers (watermark,
+/// sample-accurate underrun fades, cancel fades) and reports what it drained. The sample rate
+/// and period come from the server: in a live graph, `auto` rates upstream follow the server's
+/// rate. Offline (`sluice render`) the sink is stood in for and never touches JACK.
+public final class JackSink: SinkNode, @unchecked Sendable {
+    /// The node type. `defaultServer` is the server used when a graph gives none (the
+    /// tool's `--server`); nil follows JACK's convention (`$JACK_DEFAULT_SERVER`, then
+    /// "default").
+    public static func type(defaultServer: String? = nil) -> NodeType {
+        NodeType(
+            NodeDescriptor(
+                typeName: "jack.sink", kind: .sink,
+                summary: "Plays through JACK output ports, on the server's clock and rate.",
+                inputs: [PortDescriptor("in", .frames, summary: "Float32 frames at the server's rate")],
+                parameters: [
+                    ParameterDescriptor(
+                        "client", .string, default: .string("sluice"),
+                        summary: "Client name; JACK appends -01, -02… when it is taken (the stats report the name given)."),
+                    ParameterDescriptor(
+                        "server", .string, default: nil,
+                        summary: "JACK server name; absent follows --server, then $JACK_DEFAULT_SERVER, then \"default\"."),
+                    ParameterDescriptor(
+                        "channels", .integer(1...64), default: nil,
+                        summary: "Output ports; absent takes the input's channel count."),
+                    ParameterDescriptor(
+                        "ports", .list, default: nil,
+                        summary: "Port names, one per channel; absent names them out_1, out_2, …"),
+                    ParameterDescriptor(
+                        "connect", .list, default: .list(["auto"]),
+                        summary: "auto (the physical playback ports found), none, or port names / regular expressions, one per channel."),
+                ])
+        ) { parameters in
+            JackSink(
+                clientName: parameters.string("client") ?? "sluice",
+                server: parameters.string("server") ?? defaultServer,
+                channels: parameters["channels"] == nil ? nil : parameters.integer("channels"),
+                portNames: parameters["ports"] == nil ? nil : parameters.list("ports"),
+                connect: parameters.list("connect"))
+        }
+    }
+
+    public let clientName: String
+    public let server: String?
+    public let channelCount: Int?
+    public let portNames: [String]?
+    public let connect: [String]
+
+    private var client: JackClient?
+    private var engine: JackSinkEngine?
+    private var activated = false
+    /// The ports this sink connected its outputs to, for the stats and tests.
+    public private(set) var connections: [(from: String, to: String)] = []
+
+    public init(clientName: String, server: String?, channels: Int?, portNames: [String]?, connect: [String]) {
+        self.clientName = clientName
+        self.server = server
+        channelCount = channels
+        self.portNames = portNames
+        self.connect = connect.isEmpty ? ["auto"] : connect
+    }
+
+    /// The name JACK gave the client, once it is open.
+    public var actualClientName: String? { client?.name }
+    /// The name JACK gave the client the last time it was open (kept after `stop`).
+    public private(set) var lastClientName: String?
+
+    /// [control] Opens the client (once).
+    @discardableResult
+    public func openClient() throws(JackError) -> JackClient {
+        if let client { return client }
+        let opened = try JackClient(name: clientName, server: server)
+        client = opened
+        lastClientName = opened.name
+        return opened
+    }
+
+    public func decidedRate(live: Bool) -> Int? {
+        guard live else { return nil }
+        return (try? openClient())?.sampleRate
+    }
+
+    public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
+        guard case .frames(let rate, let channels) = inputs[0] else {
+            throw FormatMismatch(input: 0, required: .medium(.frames))
+        }
+        if let channelCount, channelCount != channels { throw FormatMismatch(input: 0, required: .channels(channelCount)) }
+        if let portNames, portNames.count != channels {
+            throw FormatMismatch(input: 0, required: .parameter(
+                name: "ports", problem: "`ports` names \(portNames.count) ports for \(channels) channels",
+                fix: "give one port name per channel"))
+        }
+        if context.isLive, let serverRate = client?.sampleRate, serverRate != rate {
+            throw FormatMismatch(input: 0, required: .sampleRate(serverRate))
+        }
+        return []
+    }
+
+    public func prepare(_ context: PrepareContext) throws {
+        guard case .frames(_, let channels)? = context.inputFormats.first else { return }
+        engine = JackSinkEngine(channels: channels)
+    }
+
+    public func start(_ playhead: Playhead) throws {
+        guard let engine else { throw JackError("jack.sink started before it was prepared") }
+        let client = try openClient()
+        let handle = client.handle
+        for channel in 0..<engine.channels {
+            let name = portNames?[channel] ?? "out_\(channel + 1)"
+            guard let port = jack_port_register(handle, name, JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsOutput.rawValue), 0) else {
+                throw JackError("JACK refused an output port named '\(name)' for client '\(client.name)'")
+            }
+            engine.ports[channel] = port
+        }
+        engine.playhead = Unmanaged.passUnretained(playhead)
+        let context = Unmanaged.passUnretained(engine).toOpaque()
+        jack_set_process_callback(handle, sluiceJackSinkProcess, context)
+        jack_set_xrun_callback(handle, sluiceJackSinkXrun, context)
+        jack_on_shutdown(handle, sluiceJackSinkShutdown, context)
+        Playhead.warmUp(channels: engine.channels)
+        guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
+        activated = true
+        try connectPorts(client, engine)
+    }
+
+    private func connectPorts(_ client: JackClient, _ engine: JackSinkEngine) throws(JackError) {
+        let ours = (0..<engine.channels).map { "\(client.name):\(portNames?[$0] ?? "out_\($0 + 1)")" }
+        var targets: [String] = []
+        switch connect {
+        case ["none"]:
+            return
+        case ["auto"]:
+            // The physical playback ports, whatever they are called; none is not an error.
+            let physical = client.ports(flags: JackPortFlags(rawValue: JackPortIsPhysical.rawValue | JackPortIsInput.rawValue))
+            guard !physical.isEmpty else { return }
+            targets = ours.count == 1 ? Array(physical.prefix(2)) : Array(physical.prefix(ours.count))
+        default:
+            for pattern in connect {
+                let found = client.ports(matching: pattern, flags: JackPortFlags(rawValue: JackPortIsInput.rawValue))
+                guard let first = found.first(where: { !targets.contains($0) }) else {
+                    throw JackError("no JACK input port matches '\(pattern)' (connect)")
+                }
+                targets.append(first)
+            }
+        }
+        for (index, target) in targets.enumerated() {
+            let from = ours[min(index, ours.count - 1)]
+            let result = jack_connect(client.handle, from, target)
+            guard result == 0 || result == EEXIST else {
+                throw JackError("JACK could not connect '\(from)' to '\(target)'")
+            }
+            connections.append((from, target))
+        }
+    }
+
+    public func stop() {
+        if activated, let client {
+            jack_deactivate(client.handle)
+            activated = false
+        }
+        engine?.playhead = nil
+        client?.close()
+        client = nil
+    }
+
+    public var deviceFailure: (any Error)? {
+        guard let engine, engine.serverGone.load(ordering: .acquiring) else { return nil }
+        return JackError("the JACK server went away while playing (client '\(actualClientName ?? clientName)')")
+    }
+
+    /// xruns the server reported while this sink was active.
+    public var xruns: Int { engine?.xruns.load(ordering: .relaxed) ?? 0 }
+
+    /// [control] Callback durations since the last call, in nanoseconds.
+    public func takeCallbackDurations() -> [UInt32] {
+        var values: [UInt32] = []
+        engine?.takeDurations(into: &values)
+        return values
+    }
+
+    public func report(into report: inout NodeReport) {
+        guard let engine else { return }
+        report.counters["xruns"] = engine.xruns.load(ordering: .relaxed)
+        report.counters["callbacks"] = engine.callbacks.load(ordering: .relaxed)
+        report.counters["oversized-periods"] = engine.oversizedPeriods.load(ordering: .relaxed)
+    }
+}

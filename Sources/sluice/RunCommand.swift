@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import SluiceGraph
+import SluiceJACK
+
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Play a graph live (into JACK), until the stream has played out.",
+        discussion: """
+            Ctrl-C fades out, closes the JACK client and exits 130. A JACK server must be \
+            running (`jackd -d alsa`, or `jackd --no-realtime -d dummy -r 48000 -p 256 &` for a \
+            test server; under PipeWire, run through `pw-jack`).
+            """
+    )
+
+    @Argument(help: "A graph file, or a one-line graph in quotes.")
+    var graph: String
+
+    @OptionGroup var text: TextOptions
+
+    @Option(name: .long, help: "The JACK server for jack.sink nodes that name none (default: $JACK_DEFAULT_SERVER, then \"default\").")
+    var server: String?
+
+    @Option(name: .long, help: "Print the run's timings and counters: json.")
+    var stats: StatsFormat?
+
+    func run() throws {
+        try LivePlayback.play(graph, text: text, server: server, stats: stats)
+    }
+}
+
+struct LaunchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "launch",
+        abstract: "Play a one-line graph live, in the manner of gst-launch.",
+        discussion: "sluice launch 'tone frequency=440 duration=2 ! fader ! jack.sink'"
+    )
+
+    @Argument(help: "The graph: TYPE key=value … ! TYPE … ! jack.sink")
+    var elements: [String]
+
+    @Option(name: .long, help: "The JACK server (default: $JACK_DEFAULT_SERVER, then \"default\").")
+    var server: String?
+
+    @Option(name: .long, help: "Print the run's timings and counters: json.")
+    var stats: StatsFormat?
+
+    func run() throws {
+        try LivePlayback.play(elements.joined(separator: " "), text: nil, server: server, stats: stats, oneLine: true)
+    }
+}
+
+/// What `run` and `launch` share: compile live, start, follow, report.
+enum LivePlayback {
+    static func play(_ argument: String, text: TextOptions?, server: String?, stats: StatsFormat?, oneLine: Bool = false) throws {
+        let compiled = try GraphLoading.compile(argument, options: .init(isLive: true), server: server, oneLine: oneLine)
+        try text?.feed(compiled)
+        let live = try LiveRun(graph: compiled)
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler { live.cancel() }
+        interrupt.resume()
+        defer { interrupt.cancel() }
+        let report: RunReport
+        do {
+            try live.start()
+            report = try live.wait()
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
+        for failure in report.failures { printError("warning: \(failure)") }
+        if stats == .json { try StatsOutput.print(report, extra: jackFigures(compiled)) }
+        if report.cancelled { throw ExitCode(130) }
+    }
+
+    /// xruns, the client names JACK gave, and the callback's duration percentiles.
+    static func jackFigures(_ graph: CompiledGraph) -> [String: Any] {
+        let sinks = graph.nodes.compactMap { $0.instance as? JackSink }
+        guard !sinks.isEmpty else { return [:] }
+        var durations = sinks.flatMap { $0.takeCallbackDurations() }.map(Double.init)
+        durations.sort()
+        func percentile(_ p: Double) -> Double {
+            guard !durations.isEmpty else { return 0 }
+            return durations[min(durations.count - 1, Int((p * Double(durations.count)).rounded(.down)))] / 1000
+        }
+        return [
+            "xruns": sinks.map(\.xruns).reduce(0, +),
+            "jackClients": sinks.compactMap(\.lastClientName),
+            "callbackMicroseconds": [
+                "p50": percentile(0.5), "p99": percentile(0.99), "p99.9": percentile(0.999),
+                "max": durations.last.map { $0 / 1000 } ?? 0, "count": Double(durations.count),
+            ],
+        ]
+    }
+}
