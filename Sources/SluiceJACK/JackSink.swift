@@ -174,6 +174,12 @@ public final class JackSink: SinkNode, @unchecked Sendable {
         return JackError("the JACK server went away while playing (client '\(actualClientName ?? clientName)')")
     }
 
+    /// JACK's process thread for this client, while it is active (tests watch it).
+    public var realtimeThread: pthread_t? {
+        guard activated, let client else { return nil }
+        return jack_client_thread_id(client.handle)
+    }
+
     /// xruns the server reported while this sink was active.
     public var xruns: Int { engine?.xruns.load(ordering: .relaxed) ?? 0 }
 

@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,8 +22,17 @@ extern void __libc_free(void *pointer);
 static __thread int counting;
 static __thread uint64_t allocations;
 
+// One other thread may be watched from outside (a JACK process thread the test does not
+// run code on): its allocations are counted in a shared atomic.
+static _Atomic int watching;
+static pthread_t watched;
+static _Atomic uint64_t watched_allocations;
+
 static inline void note_allocation(void) {
     if (counting) allocations += 1;
+    if (atomic_load_explicit(&watching, memory_order_acquire) && pthread_equal(pthread_self(), watched)) {
+        atomic_fetch_add_explicit(&watched_allocations, 1, memory_order_relaxed);
+    }
 }
 
 __attribute__((weak)) void *malloc(size_t size) {
@@ -85,4 +96,20 @@ bool sluice_sanitizer_runtime_present(void) {
         if (dlsym(RTLD_DEFAULT, entry_points[index]) != NULL) return true;
     }
     return false;
+}
+
+void sluice_allocation_counter_watch(pthread_t thread) {
+    atomic_store_explicit(&watching, 0, memory_order_release);
+    watched = thread;
+    atomic_store_explicit(&watched_allocations, 0, memory_order_relaxed);
+    atomic_store_explicit(&watching, 1, memory_order_release);
+}
+
+uint64_t sluice_allocation_counter_watched(void) {
+    return atomic_load_explicit(&watched_allocations, memory_order_relaxed);
+}
+
+uint64_t sluice_allocation_counter_unwatch(void) {
+    atomic_store_explicit(&watching, 0, memory_order_release);
+    return atomic_load_explicit(&watched_allocations, memory_order_relaxed);
 }

@@ -1,4 +1,5 @@
 import CAllocationCounter
+import Glibc
 
 /// Counts heap allocations a closure makes on the calling thread.
 public enum AllocationCounter {
@@ -14,6 +15,16 @@ public enum AllocationCounter {
 
     /// Stops counting and returns how many allocations this thread made since `begin()`.
     public static func end() -> UInt64 { sluice_allocation_counter_end() }
+
+    /// Starts counting the allocations another thread makes (JACK's process thread).
+    public static func watch(_ thread: pthread_t) { sluice_allocation_counter_watch(thread) }
+
+    /// Allocations the watched thread has made since `watch`.
+    public static var watchedCount: UInt64 { sluice_allocation_counter_watched() }
+
+    /// Stops watching; returns the watched thread's count.
+    @discardableResult
+    public static func unwatch() -> UInt64 { sluice_allocation_counter_unwatch() }
 
     /// Runs `body` and returns how many allocations it made on this thread.
     public static func count(_ body: () throws -> Void) rethrows -> UInt64 {

@@ -3,6 +3,7 @@
 #ifndef SLUICE_ALLOCATION_COUNTER_H
 #define SLUICE_ALLOCATION_COUNTER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -15,6 +16,16 @@ uint64_t sluice_allocation_counter_end(void);
 /// True when this executable's malloc is the counting one. Sanitizer runtimes (TSan, RTSan)
 /// bring their own malloc, which wins over ours; counting is then unavailable.
 bool sluice_allocation_counter_is_active(void);
+
+/// Starts counting, from zero, the allocations `thread` makes (a thread the test does not run
+/// code on, such as JACK's process thread). One thread at a time.
+void sluice_allocation_counter_watch(pthread_t thread);
+
+/// Allocations the watched thread has made so far.
+uint64_t sluice_allocation_counter_watched(void);
+
+/// Stops watching and returns the watched thread's count.
+uint64_t sluice_allocation_counter_unwatch(void);
 
 /// True when a sanitizer runtime (TSan, ASan, RTSan) is linked into this executable.
 bool sluice_sanitizer_runtime_present(void);
