@@ -15,12 +15,13 @@ enum GraphLoading {
         return try OneLineGraph.parse(argument)
     }
 
-    /// The node types a graph can use: the built-in ones and `jack.sink` (on `server`, when
-    /// a graph names none).
+    /// The node types a graph can use: the built-in ones, `jack.sink` and `jack.source` (on
+    /// `server`, when a graph names none).
     static func registry(server: String? = nil) -> NodeRegistry {
         var registry = BuiltinNodes.registry()
         // The names are distinct from the built-in ones; a test checks the whole listing.
         try! registry.register(JackSink.type(defaultServer: server))
+        try! registry.register(JackSource.type(defaultServer: server))
         return registry
     }
 
