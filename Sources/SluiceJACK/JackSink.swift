@@ -127,6 +127,7 @@ public final class JackSink: SinkNode, @unchecked Sendable {
         guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
         activated = true
         try connectPorts(client, engine)
+        engine.rendering.store(true, ordering: .releasing)
     }
 
     private func connectPorts(_ client: JackClient, _ engine: JackSinkEngine) throws(JackError) {
@@ -160,6 +161,7 @@ public final class JackSink: SinkNode, @unchecked Sendable {
     }
 
     public func stop() {
+        engine?.rendering.store(false, ordering: .releasing)
         if activated, let client {
             jack_deactivate(client.handle)
             activated = false

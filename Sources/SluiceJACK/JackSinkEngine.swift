@@ -20,6 +20,9 @@ final class JackSinkEngine: @unchecked Sendable {
     // without retaining (see `process`).
     var playhead: Unmanaged<Playhead>?
 
+    /// Set once the ports are connected: until then the callback plays silence, so the
+    /// first audio is not lost to ports nobody listens to yet.
+    let rendering = Atomic<Bool>(false)
     let xruns = Atomic<Int>(0)
     let serverGone = Atomic<Bool>(false)
     let callbacks = Atomic<Int>(0)
@@ -51,7 +54,7 @@ final class JackSinkEngine: @unchecked Sendable {
         let started = nanoseconds()
         let frames = Int(nframes)
         callbacks.add(1, ordering: .relaxed)
-        if frames > Self.maximumFrames || playhead == nil {
+        if frames > Self.maximumFrames || !rendering.load(ordering: .acquiring) || playhead == nil {
             if frames > Self.maximumFrames { oversizedPeriods.add(1, ordering: .relaxed) }
             for channel in 0..<channels {
                 guard let port = ports[channel], let buffer = jack_port_get_buffer(port, nframes) else { continue }

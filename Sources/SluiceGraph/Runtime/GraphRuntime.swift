@@ -56,7 +56,10 @@ final class GraphRuntime: @unchecked Sendable {
                 let (writer, playhead, events) = makeSinkEdge(
                     rate: rate, channels: edge.format.channels, capacityFrames: capacity,
                     fadeFrames: Self.fadeFrames(rate: rate), watermarkFrames: controller.initialWatermark,
-                    eventCapacity: 4096, workerWake: workerWake)
+                    eventCapacity: 4096,
+                    // Whoever fills this edge sleeps until the playhead frees room: the worker,
+                    // or a source linked straight to the sink.
+                    workerWake: graph.nodes[edge.fromNode].descriptor.kind == .source ? sourceWakes[edge.fromNode] : workerWake)
                 writers[edge.fromNode][edge.fromPort] = writer
                 largestUnits = max(largestUnits, capacity)
                 sinks.append(SinkSlot(name: target.name, node: sink, playhead: playhead, events: events, writer: writer, controller: controller))
