@@ -182,6 +182,9 @@ public final class JackSink: SinkNode, @unchecked Sendable {
         return jack_client_thread_id(client.handle)
     }
 
+    /// Process callbacks run so far.
+    public var callbackCount: Int { engine?.callbacks.load(ordering: .relaxed) ?? 0 }
+
     /// xruns the server reported while this sink was active.
     public var xruns: Int { engine?.xruns.load(ordering: .relaxed) ?? 0 }
 
