@@ -68,6 +68,8 @@ public final class JackSink: SinkNode, @unchecked Sendable {
 
     /// The name JACK gave the client, once it is open.
     public var actualClientName: String? { client?.name }
+    /// `latencyFrames` as it was when playback started (kept after `stop`).
+    public private(set) var startLatency: Int?
     /// The name JACK gave the client the last time it was open (kept after `stop`).
     public private(set) var lastClientName: String?
 
@@ -127,6 +129,7 @@ public final class JackSink: SinkNode, @unchecked Sendable {
         guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
         activated = true
         try connectPorts(client, engine)
+        startLatency = latencyFrames
         engine.rendering.store(true, ordering: .releasing)
     }
 
@@ -180,6 +183,21 @@ public final class JackSink: SinkNode, @unchecked Sendable {
     public var realtimeThread: pthread_t? {
         guard activated, let client else { return nil }
         return jack_client_thread_id(client.handle)
+    }
+
+    /// Frames from the sink's ports to the speakers, as the server reports them (the largest
+    /// playback latency over the ports, plus the period the callback fills ahead), once
+    /// started; nil before.
+    public var latencyFrames: Int? {
+        guard activated, let client, let engine else { return nil }
+        var largest: jack_nframes_t = 0
+        for channel in 0..<engine.channels {
+            guard let port = engine.ports[channel] else { continue }
+            var range = jack_latency_range_t()
+            jack_port_get_latency_range(port, JackPlaybackLatency, &range)
+            largest = max(largest, range.max)
+        }
+        return Int(largest) + client.bufferSize
     }
 
     /// Process callbacks run so far.

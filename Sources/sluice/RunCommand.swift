@@ -88,6 +88,7 @@ enum LivePlayback {
         return [
             "xruns": sinks.map(\.xruns).reduce(0, +),
             "jackClients": sinks.compactMap(\.lastClientName),
+            "jackLatencyFrames": sinks.compactMap(\.startLatency),
             "callbackMicroseconds": [
                 "p50": percentile(0.5), "p99": percentile(0.99), "p99.9": percentile(0.999),
                 "max": durations.last.map { $0 / 1000 } ?? 0, "count": Double(durations.count),

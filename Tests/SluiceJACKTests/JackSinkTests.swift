@@ -1,3 +1,4 @@
+import CJack
 import Foundation
 import Glibc
 import JackTestSupport
@@ -167,6 +168,24 @@ extension JackSinkTests {
             _ = try JackClient(name: "nobody", server: "sluice-no-such-server-\(getpid())")
         } throws: { error in
             (error as? JackError)?.message.hasPrefix("no JACK server named 'sluice-no-such-server-") == true
+        }
+    }
+
+    @Test func aBufferSizeChangeWhilePlayingIsSurvived() async {
+        await #expect(processExitsWith: .success) {
+            let server = try JackTestServer.start()
+            defer { server.stop() }
+            let test = JackSinkTests()
+            let (live, graph) = try test.liveRun("tone duration=1.5 ! jack.sink client=resize connect=none", server: server.name)
+            try live.start()
+            sleep(seconds: 0.3)
+            let changed = try JackQuery.withClient(server: server.name) { client in jack_set_buffer_size(client, 1024) }
+            #expect(changed == 0)
+            let report = try live.wait()
+            let sink = try test.sinkNode(graph)
+            #expect(report.audioSeconds == 1.5)
+            #expect(report.counters["jack.sink.oversized-periods"] == 0)
+            #expect(sink.callbackCount < Int(1.5 * 48_000 / 256))  // some periods were 1024 frames
         }
     }
 
