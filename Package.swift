@@ -7,6 +7,7 @@
 //              every target there names its `path:` explicitly
 //   Tests/     mirrors Sources; Tests/Support holds test-only helpers
 //   Benchmarks/ the benchmark harness run by `scripts/bench`
+import Foundation
 import PackageDescription
 
 /// System libraries found through pkg-config. Each shim folder holds a module map and a
@@ -14,6 +15,26 @@ import PackageDescription
 func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
 }
+
+/// clang's RealtimeSanitizer runtime from the toolchain of the `swift` on PATH, linked whole
+/// into the probe that runs jack.sink's callback in real-time context. Nil when the toolchain
+/// has none; the probe and its test are then left out.
+func realtimeSanitizerRuntime() -> String? {
+    let fileManager = FileManager.default
+    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+        let swift = URL(fileURLWithPath: String(directory)).appendingPathComponent("swift")
+        guard fileManager.fileExists(atPath: swift.path) else { continue }
+        let clang = swift.resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("lib/clang")
+        for version in (try? fileManager.contentsOfDirectory(atPath: clang.path)) ?? [] {
+            let archive = clang.appendingPathComponent("\(version)/lib/linux/libclang_rt.rtsan-x86_64.a")
+            if fileManager.fileExists(atPath: archive.path) { return archive.path }
+        }
+    }
+    return nil
+}
+
+let rtsanRuntime = realtimeSanitizerRuntime()
 
 let package = Package(
     name: "Sluice",
@@ -113,3 +134,14 @@ let package = Package(
         ),
     ]
 )
+
+if let rtsanRuntime {
+    package.targets.append(.executableTarget(
+        name: "RealtimeSanitizerProbe",
+        dependencies: ["SluiceJACK", "SluiceNodes", "SluiceConfig", "SluiceGraph"],
+        path: "Tests/RealtimeSanitizerProbe",
+        linkerSettings: [.unsafeFlags([
+            "-Xlinker", "--whole-archive", "-Xlinker", rtsanRuntime, "-Xlinker", "--no-whole-archive",
+        ])]
+    ))
+}

@@ -27,30 +27,40 @@ final class JackSinkEngine: @unchecked Sendable {
     let serverGone = Atomic<Bool>(false)
     let callbacks = Atomic<Int>(0)
     let oversizedPeriods = Atomic<Int>(0)
-    /// Callback durations in nanoseconds, read off the real-time thread for percentiles.
-    private var durations: RingProducer<UInt32>
-    private var durationReader: RingConsumer<UInt32>
+    /// Callback durations in nanoseconds, the latest `durationCapacity`, for percentiles. A
+    /// plain array and an atomic count rather than a generic ring: generic code reached for
+    /// the first time on the real-time thread looks its metadata up under a lock (found by
+    /// RealtimeSanitizer).
+    static let durationCapacity = 1 << 16
+    private let durations: UnsafeMutablePointer<UInt32>
+    private let durationCount = Atomic<Int>(0)
+
+    /// RealtimeSanitizer's enter/exit, in sanitizer runs only.
+    private let hooks: JackRealtimeHooks?
 
     init(channels: Int) {
         self.channels = channels
+        hooks = JackRealtimeHooks.installed
         ports = .allocate(capacity: channels)
         ports.initialize(repeating: nil, count: channels)
         scratch = .allocate(capacity: Self.maximumFrames * channels)
         scratch.initialize(repeating: 0, count: Self.maximumFrames * channels)
-        let ring = makeRing(of: UInt32.self, capacity: 1 << 16)
-        durations = ring.producer
-        durationReader = ring.consumer
+        durations = .allocate(capacity: Self.durationCapacity)
+        durations.initialize(repeating: 0, count: Self.durationCapacity)
     }
 
     deinit {
         ports.deallocate()
         scratch.deallocate()
+        durations.deallocate()
     }
 
     /// [audio-thread] One period: the playhead renders interleaved into the scratch buffer,
     /// which is spread over the port buffers.
     @inline(__always)
     func process(_ nframes: jack_nframes_t) {
+        hooks?.enter()
+        defer { hooks?.exit() }
         let started = nanoseconds()
         let frames = Int(nframes)
         callbacks.add(1, ordering: .relaxed)
@@ -76,12 +86,18 @@ final class JackSinkEngine: @unchecked Sendable {
             }
         }
         let elapsed = nanoseconds() &- started
-        _ = durations.push(UInt32(truncatingIfNeeded: min(elapsed, UInt64(UInt32.max))))
+        let count = durationCount.load(ordering: .relaxed)
+        durations[count & (Self.durationCapacity - 1)] = UInt32(truncatingIfNeeded: min(elapsed, UInt64(UInt32.max)))
+        durationCount.store(count + 1, ordering: .releasing)
     }
 
-    /// [control] Callback durations recorded since the last call, in nanoseconds.
+    /// [control] The latest callback durations, in nanoseconds. Call once the client is
+    /// deactivated (or accept a value being overwritten while read).
     func takeDurations(into values: inout [UInt32]) {
-        while let value = durationReader.pop() { values.append(value) }
+        let count = durationCount.load(ordering: .acquiring)
+        for index in max(0, count - Self.durationCapacity)..<count {
+            values.append(durations[index & (Self.durationCapacity - 1)])
+        }
     }
 
     @inline(__always)
