@@ -18,8 +18,11 @@ func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
 
 /// clang's RealtimeSanitizer runtime from the toolchain of the `swift` on PATH, linked whole
 /// into the probe that runs jack.sink's callback in real-time context. Nil when the toolchain
-/// has none; the probe and its test are then left out.
+/// has none, or in a build under another sanitizer (scripts/test sets
+/// SLUICE_OTHER_SANITIZER for its ThreadSanitizer pass: two sanitizer runtimes cannot link
+/// into one executable).
 func realtimeSanitizerRuntime() -> String? {
+    if ProcessInfo.processInfo.environment["SLUICE_OTHER_SANITIZER"] != nil { return nil }
     let fileManager = FileManager.default
     for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
         let swift = URL(fileURLWithPath: String(directory)).appendingPathComponent("swift")
