@@ -5,3 +5,14 @@ public final class ThreadBox<Value: ~Copyable>: @unchecked Sendable {
     public var value: Value
     public init(_ value: consuming Value) { self.value = value }
 }
+
+import Synchronization
+
+/// A flag one thread raises and another reads: tests use it to show that a blocking call
+/// returned only after the thing that releases it happened, without timing anything.
+public final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    public init() {}
+    public func raise() { value.store(true, ordering: .releasing) }
+    public var isRaised: Bool { value.load(ordering: .acquiring) }
+}

@@ -172,30 +172,34 @@ struct MorseSourceTests {
         let box = ThreadBox(harness)
 
         // Text arrives while produce waits: it returns with the start of the utterance.
+        let fed = Flag()
         let feeder = GraphThread(name: "feeder") {
             sleep(seconds: 0.15)
+            fed.raise()
             source.receive(text: "e")
         }
-        let started = monotonicSeconds()
         let first = onThread(timeout: 5) { box.value.step(room: 100) }
+        let returnedAfterText = fed.isRaised
         feeder.join()
         #expect(first?.isMore == true)
-        #expect(monotonicSeconds() - started >= 0.15)
+        #expect(returnedAfterText, "produce returned before the text arrived")
         #expect(harness.frames == 100)
 
         // Everything spoken and no more text yet: the next produce blocks until cancel.
         #expect(harness.step(room: 50_000).isMore)
         #expect(harness.frames == 8 * Self.dit)
+        let cancelling = Flag()
         let canceller = GraphThread(name: "canceller") {
             sleep(seconds: 0.2)
+            cancelling.raise()
             source.cancel()
         }
-        let waited = monotonicSeconds()
         let last = onThread(timeout: 5) { box.value.step(room: 100) }
+        let returnedAfterCancel = cancelling.isRaised
         canceller.join()
         if last == nil { source.finishText() }  // unblock a stuck produce before failing
         #expect(last?.isFinished == true)
-        #expect(monotonicSeconds() - waited >= 0.2)
+        #expect(returnedAfterCancel, "produce returned before it was cancelled")
     }
 
     @Test("finishText ends a produce waiting for text")
