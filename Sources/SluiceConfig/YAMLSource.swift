@@ -73,8 +73,8 @@ struct YAMLSource {
 /// Composes a YAML document, keeping duplicate mapping keys. Yams refuses a mapping whose
 /// keys repeat, but a graph file's duplicate node names and parameters are the compiler's to
 /// report (with both places), so each repeat Yams finds is renamed in the text to a
-/// same-length placeholder of private-use characters (columns stay exact) and the text is
-/// composed again. `originalKeys` maps each placeholder back to the key as written.
+/// same-length stand-in of private-use characters (columns stay exact) and the text is
+/// composed again. `originalKeys` maps each stand-in back to the key as written.
 struct DuplicateTolerantComposer {
     private(set) var source: YAMLSource
     private(set) var originalKeys: [String: String] = [:]
@@ -117,15 +117,15 @@ struct DuplicateTolerantComposer {
         // A plain key cannot start with a quote, so a quote here opens a quoted key.
         let column = first == "\"" || first == "'" ? mark.column + 1 : mark.column
         guard source.holds(content, line: mark.line, column: column),
-              let placeholder = nextPlaceholder(length: content.count) else { return false }
-        source.replace(line: mark.line, column: column, count: content.count, with: placeholder)
-        originalKeys[String(String.UnicodeScalarView(placeholder))] = key
+              let standIn = nextStandIn(length: content.count) else { return false }
+        source.replace(line: mark.line, column: column, count: content.count, with: standIn)
+        originalKeys[String(String.UnicodeScalarView(standIn))] = key
         return true
     }
 
     /// A string of `length` characters from U+E000…U+F8FF (which libyaml accepts in plain
     /// scalars) that appears nowhere in the text.
-    private mutating func nextPlaceholder(length: Int) -> [Unicode.Scalar]? {
+    private mutating func nextStandIn(length: Int) -> [Unicode.Scalar]? {
         let base = 0xF900 - 0xE000
         let text = source.text
         while true {
@@ -136,7 +136,7 @@ struct DuplicateTolerantComposer {
                 scalars.append(Unicode.Scalar(UInt32(0xE000 + value % base))!)
                 value /= base
             }
-            guard value == 0 else { return nil }  // no placeholder of this length is left
+            guard value == 0 else { return nil }  // no stand-in of this length is left
             let candidate = String(String.UnicodeScalarView(scalars))
             if originalKeys[candidate] == nil && !text.contains(candidate) { return scalars }
         }

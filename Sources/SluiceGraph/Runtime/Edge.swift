@@ -107,7 +107,6 @@ class EdgeReader {
 
     func readableRegion() -> (base: UnsafeRawPointer?, units: Int) { fatalError("abstract") }
     func releaseAudio(_ units: Int) { fatalError("abstract") }
-    func availableUnits() -> Int { fatalError("abstract") }
 
     /// The next marker, without taking it.
     func nextMarker() -> Marker? {
@@ -155,7 +154,6 @@ final class FrameEdgeReader: EdgeReader {
     }
 
     override func releaseAudio(_ units: Int) { audio.release(units * channels) }
-    override func availableUnits() -> Int { audio.availableElements() / channels }
 }
 
 /// An edge reader over a ring of bytes: a unit is a byte.
@@ -173,7 +171,6 @@ final class ByteEdgeReader: EdgeReader {
     }
 
     override func releaseAudio(_ units: Int) { audio.release(units) }
-    override func availableUnits() -> Int { audio.availableElements() }
 }
 
 /// Markers an edge holds at most. Nodes emit a few per call; the playhead keeps its own

@@ -12,18 +12,12 @@ public final class GraphThread: @unchecked Sendable {
     /// Whether the thread's body has returned.
     public var hasReturned: Bool { returned.isSet }
 
-    /// Threads started and not yet returned, process-wide: tests check that runs leak none.
-    public static var running: Int { runningCount.load(ordering: .acquiring) }
-    private static let runningCount = Atomic<Int>(0)
-
     /// Starts `body` on a new thread; `name` says what it is for, in debuggers.
     public init(name: String, _ body: @escaping @Sendable () -> Void) {
-        Self.runningCount.add(1, ordering: .relaxed)
         let returned = self.returned
         let box = Unmanaged.passRetained(ThreadBody(name: name, body: {
             body()
             returned.set()
-            GraphThread.runningCount.subtract(1, ordering: .releasing)
         }))
         let result = pthread_create(&handle, nil, { raw in
             // SAFETY: `raw` is the retained ThreadBody passed below; taken back exactly once.
