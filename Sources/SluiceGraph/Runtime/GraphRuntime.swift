@@ -136,6 +136,25 @@ final class GraphRuntime: @unchecked Sendable {
         return movedAtAll
     }
 
+    /// The `auto` strategy: re-sizes each buffering sink's watermark from the primary
+    /// source's production so far (docs/flow-control.md). Reads only the source's atomics, so
+    /// a live run's control thread may call it. Index loops: the offline driver calls this
+    /// every tick.
+    func updateAutoWatermarks(at time: Double) {
+        guard !sources.isEmpty else { return }
+        let source = sources[0]
+        for index in sinks.indices {
+            let sink = sinks[index]
+            guard sink.controller.strategy == .auto, sink.playhead.state == .buffering else { continue }
+            let played = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
+            if let watermark = sink.controller.autoWatermark(
+                producedSeconds: source.producedSeconds, sourceFinished: source.finished.load(ordering: .acquiring),
+                elapsed: time, expectedDuration: source.node.expectedDuration, playedSeconds: played) {
+                sink.playhead.watermarkFrames = watermark
+            }
+        }
+    }
+
     /// Whether a sink has had a new underrun since the last look.
     private func sinkStarved() -> Bool {
         var starved = false

@@ -123,15 +123,8 @@ public final class LiveRun: @unchecked Sendable {
         statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
         for (index, sink) in runtime.sinks.enumerated() {
             while let event = sink.events.next() { statistics.record(event, sink: index) }
-            guard sink.controller.strategy == .auto, sink.playhead.state == .buffering,
-                  let source = runtime.sources.first else { continue }
-            let played = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
-            if let watermark = sink.controller.autoWatermark(
-                producedSeconds: source.producedSeconds, sourceFinished: source.finished.load(ordering: .acquiring),
-                elapsed: time, expectedDuration: source.node.expectedDuration, playedSeconds: played) {
-                sink.playhead.watermarkFrames = watermark
-            }
         }
+        runtime.updateAutoWatermarks(at: time)
     }
 
     /// Stops devices, then threads; finishes sinks. Returns the first failure.

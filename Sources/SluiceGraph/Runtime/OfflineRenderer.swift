@@ -88,7 +88,7 @@ public final class OfflineRenderer: @unchecked Sendable {
             var anyWaiting = false
             if moveEverything(at: time, anyWaiting: &anyWaiting) { lastMovement = time }
             statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
-            for index in sinks.indices { updateWatermark(index, time: time) }
+            runtime.updateAutoWatermarks(at: time)
             // Periods to render before the sources and the worker run again. One, unless every
             // sink is playing from a buffer that holds several and no source is waiting for a
             // later time: then the worker could not change what those periods play (each has
@@ -197,18 +197,5 @@ public final class OfflineRenderer: @unchecked Sendable {
     private func allFinished(_ sinks: [GraphRuntime.SinkSlot]) -> Bool {
         for index in sinks.indices where !sinks[index].playhead.isFinished { return false }
         return true
-    }
-
-    private func updateWatermark(_ index: Int, time: Double) {
-        let sink = runtime.sinks[index]
-        guard sink.controller.strategy == .auto, sink.playhead.state == .buffering,
-              !runtime.sources.isEmpty else { return }
-        let source = runtime.sources[0]
-        let played = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
-        if let watermark = sink.controller.autoWatermark(
-            producedSeconds: source.producedSeconds, sourceFinished: source.isFinished, elapsed: time,
-            expectedDuration: source.node.expectedDuration, playedSeconds: played) {
-            sink.playhead.watermarkFrames = watermark
-        }
     }
 }
