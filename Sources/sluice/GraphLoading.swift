@@ -33,30 +33,10 @@ enum GraphLoading {
         do {
             var description = try description(of: argument, oneLine: oneLine)
             adjust(&description)
-            if let rate = options.sinkRate { playSinks(at: rate, &description) }
             return try GraphCompiler(registry: registry(server: server), options: options).compile(description)
         } catch let diagnostics as GraphDiagnostics {
             printError(diagnostics.description)
             throw ExitCode(1)
-        }
-    }
-}
-
-extension GraphLoading {
-    /// `--rate`: every sink plays at `rate`, in place of the rate its graph gives it. The
-    /// compiler already makes `auto` rates upstream follow `rate`; a sink keeping its own
-    /// `rate:` would then refuse its input (speech-render.yaml's `out` has `rate: 48000`).
-    static func playSinks(at rate: Int, _ description: inout GraphDescription) {
-        let registry = registry()
-        for index in description.nodes.indices {
-            guard let descriptor = registry.type(named: description.nodes[index].type)?.descriptor,
-                  descriptor.kind == .sink, descriptor.parameter(named: "rate") != nil else { continue }
-            let value = RawValue.scalar(String(rate), quoted: false)
-            if let existing = description.nodes[index].parameters.firstIndex(where: { $0.name == "rate" }) {
-                description.nodes[index].parameters[existing].value = value
-            } else {
-                description.nodes[index].parameters.append(ParameterDeclaration(name: "rate", value: value))
-            }
         }
     }
 }

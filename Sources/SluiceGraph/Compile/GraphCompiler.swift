@@ -7,7 +7,8 @@ public struct GraphCompiler {
         /// Whether a live device will drive the graph (nodes that are not real-time safe
         /// refuse). Offline rendering is not live.
         public var isLive: Bool
-        /// Plays every sink at this rate (`sluice render --rate`); nil keeps the sinks' own.
+        /// Plays every sink at this rate (`sluice render --rate`), in place of a sink's own
+        /// `rate` parameter; nil keeps the sinks' own.
         public var sinkRate: Int?
 
         public init(isLive: Bool = false, sinkRate: Int? = nil) {
@@ -158,6 +159,12 @@ public struct GraphCompiler {
                             at: declaration.location, fix: "add `\(expected.name): …` — \(expected.summary)")
                 valid = false
             }
+        }
+        // `sinkRate` plays every sink at that rate, in place of the rate its graph gives it:
+        // `auto` rates upstream follow it, and a sink keeping its own would refuse its input.
+        if let sinkRate = options.sinkRate, descriptor.kind == .sink,
+           case .rate? = descriptor.parameter(named: "rate")?.type {
+            values["rate"] = .integer(sinkRate)
         }
         return valid ? NodeParameters(values, baseDirectory: state.description.baseDirectory) : nil
     }
