@@ -20,21 +20,13 @@ public final class JackSink: SinkNode, @unchecked Sendable {
                 summary: "Plays through JACK output ports, on the server's clock and rate.",
                 inputs: [PortDescriptor("in", .frames, summary: "Float32 frames at the server's rate")],
                 parameters: [
-                    ParameterDescriptor(
-                        "client", .string, default: .string("sluice"),
-                        summary: "Client name; JACK appends -01, -02… when it is taken (the stats report the name given)."),
-                    ParameterDescriptor(
-                        "server", .string, default: nil,
-                        summary: "JACK server name; absent follows --server, then $JACK_DEFAULT_SERVER, then \"default\"."),
+                    JackPorts.clientParameter(default: "sluice"),
+                    JackPorts.serverParameter,
                     ParameterDescriptor(
                         "channels", .integer(1...64), default: nil,
                         summary: "Output ports; absent takes the input's channel count."),
-                    ParameterDescriptor(
-                        "ports", .list, default: nil,
-                        summary: "Port names, one per channel; absent names them out_1, out_2, …"),
-                    ParameterDescriptor(
-                        "connect", .list, default: .list(["auto"]),
-                        summary: "auto (the physical playback ports found), none, or port names / regular expressions, one per channel."),
+                    JackPorts.portsParameter(prefix: "out"),
+                    JackPorts.connectParameter(physical: "playback", others: "input port"),
                 ])
         ) { parameters in
             JackSink(
@@ -135,32 +127,7 @@ public final class JackSink: SinkNode, @unchecked Sendable {
 
     private func connectPorts(_ client: JackClient, _ engine: JackSinkEngine) throws(JackError) {
         let ours = (0..<engine.channels).map { "\(client.name):\(portNames?[$0] ?? "out_\($0 + 1)")" }
-        var targets: [String] = []
-        switch connect {
-        case ["none"]:
-            return
-        case ["auto"]:
-            // The physical playback ports, whatever they are called; none is not an error.
-            let physical = client.ports(flags: JackPortFlags(rawValue: JackPortIsPhysical.rawValue | JackPortIsInput.rawValue))
-            guard !physical.isEmpty else { return }
-            targets = ours.count == 1 ? Array(physical.prefix(2)) : Array(physical.prefix(ours.count))
-        default:
-            for pattern in connect {
-                let found = client.ports(matching: pattern, flags: JackPortFlags(rawValue: JackPortIsInput.rawValue))
-                guard let first = found.first(where: { !targets.contains($0) }) else {
-                    throw JackError("no JACK input port matches '\(pattern)' (connect)")
-                }
-                targets.append(first)
-            }
-        }
-        for (index, target) in targets.enumerated() {
-            let from = ours[min(index, ours.count - 1)]
-            let result = jack_connect(client.handle, from, target)
-            guard result == 0 || result == EEXIST else {
-                throw JackError("JACK could not connect '\(from)' to '\(target)'")
-            }
-            connections.append((from, target))
-        }
+        connections = try JackPorts.connect(ours, as: .playback, following: connect, client: client)
     }
 
     public func stop() {

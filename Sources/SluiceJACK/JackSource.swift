@@ -16,21 +16,13 @@ public final class JackSource: SourceNode, @unchecked Sendable {
                 summary: "Records JACK input ports into the graph, on the server's rate; runs until interrupted.",
                 outputs: [PortDescriptor("out", .frames, summary: "Float32 frames at the server's rate")],
                 parameters: [
-                    ParameterDescriptor(
-                        "client", .string, default: .string("sluice-in"),
-                        summary: "Client name; JACK appends -01, -02… when it is taken."),
-                    ParameterDescriptor(
-                        "server", .string, default: nil,
-                        summary: "JACK server name; absent follows --server, then $JACK_DEFAULT_SERVER, then \"default\"."),
+                    JackPorts.clientParameter(default: "sluice-in"),
+                    JackPorts.serverParameter,
                     ParameterDescriptor(
                         "channels", .integer(1...64), default: .integer(2),
                         summary: "Input ports, and the channels of the stream."),
-                    ParameterDescriptor(
-                        "ports", .list, default: nil,
-                        summary: "Port names, one per channel; absent names them in_1, in_2, …"),
-                    ParameterDescriptor(
-                        "connect", .list, default: .list(["auto"]),
-                        summary: "auto (the physical capture ports found), none, or output port names / regular expressions, one per channel."),
+                    JackPorts.portsParameter(prefix: "in"),
+                    JackPorts.connectParameter(physical: "capture", others: "output port"),
                     ParameterDescriptor(
                         "buffer", .number(0.05...60), default: .number(1), unit: "s",
                         summary: "Audio the callback may get ahead of the graph before it drops periods (overruns)."),
@@ -139,26 +131,7 @@ public final class JackSource: SourceNode, @unchecked Sendable {
         guard jack_activate(client.handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
         activated = true
         let ours = (0..<channels).map { "\(client.name):\(portNames?[$0] ?? "in_\($0 + 1)")" }
-        var sources: [String] = []
-        switch connect {
-        case ["none"]:
-            return
-        case ["auto"]:
-            sources = Array(client.ports(flags: JackPortFlags(rawValue: JackPortIsPhysical.rawValue | JackPortIsOutput.rawValue)).prefix(channels))
-        default:
-            for pattern in connect {
-                let found = client.ports(matching: pattern, flags: JackPortFlags(rawValue: JackPortIsOutput.rawValue))
-                guard let first = found.first(where: { !sources.contains($0) }) else {
-                    throw JackError("no JACK output port matches '\(pattern)' (connect)")
-                }
-                sources.append(first)
-            }
-        }
-        for (index, source) in sources.enumerated() where index < ours.count {
-            let result = jack_connect(client.handle, source, ours[index])
-            guard result == 0 || result == EEXIST else { throw JackError("JACK could not connect '\(source)' to '\(ours[index])'") }
-            connections.append((source, ours[index]))
-        }
+        connections = try JackPorts.connect(ours, as: .capture, following: connect, client: client)
     }
 
     public func cancel() {
