@@ -16,6 +16,15 @@ import SluiceNodes
 @_silgen_name("__rtsan_realtime_enter") func rtsanRealtimeEnter()
 @_silgen_name("__rtsan_realtime_exit") func rtsanRealtimeExit()
 
+/// RTSan's options: no symbolization. The symbolizer is a child process that can outlive a
+/// failing probe while holding its output pipes, and the reports name the intercepted call
+/// without it.
+@_cdecl("__rtsan_default_options")
+func rtsanDefaultOptions() -> UnsafePointer<CChar> {
+    // SAFETY: a static string lives for the whole process.
+    UnsafeRawPointer(("symbolize=0" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
+}
+
 func printError(_ text: String) {
     let line = text + "\n"
     _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }

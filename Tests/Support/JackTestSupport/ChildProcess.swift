@@ -48,6 +48,9 @@ enum ChildProcess {
             posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         }
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else the test process has open reaches the child: a server outliving a test
+        // must not hold another child's output pipe open (its reader would wait for EOF).
+        closeFrom(3, in: &actions)
 
         // The test runner may block or ignore signals (SIGPIPE is often ignored); the child
         // starts with an empty mask and default dispositions, so SIGTERM really ends it.
@@ -185,4 +188,14 @@ enum ChildProcess {
     static func commandLine(of pid: pid_t) -> String? {
         read("/proc/\(pid)/cmdline").map { String($0.map { $0 == "\0" ? " " : $0 }) }
     }
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which Swift's Glibc module does
+/// not expose: looked up by name in the C library.
+private func closeFrom(_ first: Int32, in actions: inout posix_spawn_file_actions_t) {
+    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
+    // SAFETY: glibc declares it as int (posix_spawn_file_actions_t *, int).
+    let addCloseFrom = unsafeBitCast(symbol, to: AddCloseFrom.self)
+    _ = addCloseFrom(&actions, first)
 }
