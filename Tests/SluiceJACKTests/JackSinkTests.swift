@@ -35,11 +35,21 @@ import Testing
     /// Without real-time scheduling, a loaded 2-core machine has xruns now and then, and an
     /// xrun loses a period of the recording. An attempt that differs *and* saw an xrun is
     /// run again (up to three times); a difference without an xrun fails at once.
-    static let attempts = 3
+    ///
+    /// Under PipeWire's JACK layer (an external server, scripts/test-pipewire) a late cycle is
+    /// not reported to JACK clients as an xrun, and a new link may carry audio only from the
+    /// next cycle, so there any differing attempt is run again, up to five times: a real
+    /// difference still fails every attempt.
+    static func attempts(on server: JackTestServer) -> Int { server.isExternal ? 5 : 3 }
+
+    /// Whether a failed attempt may be run again.
+    static func mayRetry(after attempt: Int, xruns: Int, on server: JackTestServer) -> Bool {
+        attempt < attempts(on: server) && (xruns > 0 || server.isExternal)
+    }
 
     @Test func whatJackPlaysIsWhatTheGraphRenders() throws {
         let server = try JackTestServer.shared()
-        for attempt in 1...Self.attempts {
+        for attempt in 1...Self.attempts(on: server) {
             let client = "sluice-\(UUID().uuidString.prefix(8))"
             // Offline reference, at the server's rate.
             let offlineGraph = try GraphCompiler(registry: registry(server: server.name), options: .init(sinkRate: server.sampleRate))
@@ -67,7 +77,7 @@ import Testing
             let expected = Array(reference[firstReferenceSound...])
             let difference = firstDifference(Array(recorded.prefix(expected.count)), expected)
             let xruns = try sinkNode(liveGraph).xruns + recorder.xruns
-            if difference != nil && xruns > 0 && attempt < Self.attempts { continue }
+            if difference != nil && Self.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
             #expect(report.underruns == 0)
             #expect(recorded.count >= expected.count - 2, "recorded \(recorded.count) samples of \(expected.count)")
             #expect(difference == nil, "with \(xruns) xruns")
@@ -86,7 +96,7 @@ extension JackSinkTests {
 
     @Test func aStallingSourceUnderrunsOnceWithFades() throws {
         let server = try JackTestServer.shared()
-        for attempt in 1...Self.attempts {
+        for attempt in 1...Self.attempts(on: server) {
             let client = "stall-\(UUID().uuidString.prefix(8))"
             let recorder = try JackRecorder(server: server.name, clientName: "\(client)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
             try recorder.start()
@@ -114,7 +124,7 @@ extension JackSinkTests {
             let steepest = zip(played, played.dropFirst()).map { abs($1 - $0) }.max() ?? 0
             let xruns = try sinkNode(graph).xruns + recorder.xruns
             let passed = report.underruns == 1 && longestGap > 4_800 && steepest <= toneStep * 1.2
-            if !passed && xruns > 0 && attempt < Self.attempts { continue }
+            if !passed && Self.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
             #expect(report.underruns == 1)
             #expect(longestGap > 4_800, "the stall left a gap of \(longestGap) frames")
             #expect(steepest <= toneStep * 1.2, "a step of \(steepest) against the tone's \(toneStep), \(xruns) xruns")

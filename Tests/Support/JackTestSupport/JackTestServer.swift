@@ -26,6 +26,11 @@ import Synchronization
 ///   first `shared()` of a later run ends servers whose owner is gone (should a supervisor
 ///   itself have been killed).
 ///
+/// A server someone else runs: with `SLUICE_TEST_JACK_SERVER=NAME` in the environment,
+/// `shared()` adopts the running server NAME instead of starting jackd (its rate and period are
+/// read from it, and it is never stopped). `scripts/test-pipewire` runs the playback tests this
+/// way against a private PipeWire instance through `pw-jack` (docs/jack.md).
+///
 /// Threading: [thread-safe].
 public final class JackTestServer: Sendable {
     /// The server name: pass it to `jack_client_open` (with `JackServerName`) or set
@@ -41,15 +46,22 @@ public final class JackTestServer: Sendable {
     /// exits by itself, to tell why.
     public let logPath: String
 
+    /// True for a server adopted from `SLUICE_TEST_JACK_SERVER` (pid 0, no log): this process
+    /// neither started it nor ever stops it.
+    public let isExternal: Bool
+
     /// Set by `kill()`.
     private let killed = Atomic<Bool>(false)
 
-    private init(name: String, sampleRate: Int, periodFrames: Int, pid: pid_t, logPath: String) {
+    private init(
+        name: String, sampleRate: Int, periodFrames: Int, pid: pid_t, logPath: String, isExternal: Bool = false
+    ) {
         self.name = name
         self.sampleRate = sampleRate
         self.periodFrames = periodFrames
         self.pid = pid
         self.logPath = logPath
+        self.isExternal = isExternal
     }
 
     deinit {
@@ -98,6 +110,11 @@ public final class JackTestServer: Sendable {
     public static func shared() throws -> JackTestServer {
         try sharedState.withLock { state throws(JackTestError) -> JackTestServer in
             if let server = state.server, server.isRunning { return server }
+            if let external = getenv(externalServerVariable).map({ String(cString: $0) }), !external.isEmpty {
+                let server = try adopt(name: external)
+                state.server = server
+                return server
+            }
             if !state.orphansChecked {
                 state.orphansChecked = true
                 endOrphanedServers()
@@ -108,6 +125,23 @@ public final class JackTestServer: Sendable {
             state.server = server
             return server
         }
+    }
+
+    /// The environment variable naming a running server for `shared()` to adopt.
+    public static let externalServerVariable = "SLUICE_TEST_JACK_SERVER"
+
+    /// The running server `name`, with the rate and period it reports.
+    private static func adopt(name: String) throws(JackTestError) -> JackTestServer {
+        var status = jack_status_t(rawValue: 0)
+        guard let client = sluice_jack_client_open("probe", JackNoStartServer, &status, name) else {
+            throw JackTestError(
+                "\(externalServerVariable) names the JACK server '\(name)', which does not answer "
+                    + "(status 0x\(String(status.rawValue, radix: 16)))")
+        }
+        defer { jack_client_close(client) }
+        return JackTestServer(
+            name: name, sampleRate: Int(jack_get_sample_rate(client)),
+            periodFrames: Int(jack_get_buffer_size(client)), pid: 0, logPath: "", isExternal: true)
     }
 
     private static let independentCount = Atomic<Int>(0)
@@ -190,12 +224,12 @@ public final class JackTestServer: Sendable {
 
     // MARK: Using and ending a server
 
-    /// True while jackd runs.
-    public var isRunning: Bool { ServerRegistry.isRunning(pid) }
+    /// True while jackd runs (an external server: while a client can open on it).
+    public var isRunning: Bool { isExternal ? Self.probe(name) : ServerRegistry.isRunning(pid) }
 
     /// True while jackd runs and accepts connections on its socket (checked without libjack,
-    /// so asking never disturbs clients of other servers).
-    public var answers: Bool { isRunning && ServerSocket.accepts(name) }
+    /// so asking never disturbs clients of other servers; an external server is probed).
+    public var answers: Bool { isExternal ? Self.probe(name) : isRunning && ServerSocket.accepts(name) }
 
     /// Opens a client on this server (never starting one). Close it with `jack_client_close`.
     public func openClient(named clientName: String, options: jack_options_t = JackNullOption)
@@ -226,7 +260,8 @@ public final class JackTestServer: Sendable {
 
     /// The last part of jackd's log, for failure messages.
     public func logTail(maximumBytes: Int = 2_000) -> String {
-        ChildProcess.tail(of: logPath, maximumBytes: maximumBytes)
+        if isExternal { return "(an external server; its log is its owner's)" }
+        return ChildProcess.tail(of: logPath, maximumBytes: maximumBytes)
     }
 
     /// Ends the server and waits (up to 30 s, usually milliseconds) until it is gone: SIGTERM,
@@ -235,6 +270,7 @@ public final class JackTestServer: Sendable {
     /// its files in /dev/shm are removed. The log is removed too, unless jackd had exited by
     /// itself. Safe to call more than once.
     public func stop() {
+        if isExternal { return }
         let exitedByItself = !isRunning && !killed.load(ordering: .acquiring)
         ServerRegistry.end(pid, keepingLog: exitedByItself)
     }
@@ -246,6 +282,7 @@ public final class JackTestServer: Sendable {
     /// Clean-up waits for `stop()` (or the release of this object, or the process's exit),
     /// so nothing under this server's name appears again while the test watches its clients.
     public func kill() {
+        precondition(!isExternal, "an external JACK server is not the tests' to kill")
         killed.store(true, ordering: .releasing)
         ServerRegistry.kill(pid)
     }
