@@ -49,6 +49,17 @@ let package = Package(
         .library(name: "SluiceConfig", targets: ["SluiceConfig"]),
         .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
         .executable(name: "sluice", targets: ["sluice"]),
+        // The plugin ABI (C headers), the loader, and the kit Swift plugins link.
+        .library(name: "SluicePluginABI", targets: ["SluicePluginABI"]),
+        .library(name: "SluicePlugins", targets: ["SluicePlugins"]),
+        .library(name: "SluicePluginKit", targets: ["SluicePluginKit"]),
+        // Plugins shipped with Sluice: `libsluice-<name>.so`, found beside the tool.
+        .library(name: "sluice-ducker", type: .dynamic, targets: ["SluiceDucker"]),
+        // Test-only plugins, loaded by path in Tests/SluicePluginsTests (not named
+        // `libsluice-*`, so `sluice` never discovers them).
+        .library(name: "test-plugin-wrong-abi", type: .dynamic, targets: ["TestPluginWrongABI"]),
+        .library(name: "test-plugin-no-entry", type: .dynamic, targets: ["TestPluginNoEntry"]),
+        .library(name: "test-plugin-swift", type: .dynamic, targets: ["TestPluginSwift"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -76,11 +87,21 @@ let package = Package(
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
         ),
 
+        // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
+        .target(name: "SluicePluginABI"),
+        .target(name: "SluicePlugins", dependencies: ["SluicePluginABI", "SluiceGraph", "SluiceAudio"]),
+        .target(name: "SluicePluginKit", dependencies: ["SluicePluginABI"]),
+        .target(
+            name: "SluiceDucker", dependencies: ["SluicePluginABI"], path: "Plugins/ducker",
+            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("m")]
+        ),
+
         // MARK: The command-line tool
         .executableTarget(
             name: "sluice",
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK", "CSndFile",
+                "SluicePlugins",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -107,6 +128,12 @@ let package = Package(
             dependencies: ["CAllocationCounter"],
             path: "Tests/Support/SluiceTestSupport"
         ),
+        .target(
+            name: "TestPluginWrongABI", dependencies: ["SluicePluginABI"], path: "Tests/Plugins/wrong-abi",
+            publicHeadersPath: "."
+        ),
+        .target(name: "TestPluginNoEntry", path: "Tests/Plugins/no-entry", publicHeadersPath: "."),
+        .target(name: "TestPluginSwift", dependencies: ["SluicePluginKit"], path: "Tests/Plugins/swift-test"),
 
         // MARK: Tests (mirror Sources)
         .testTarget(name: "SluiceRTTests", dependencies: ["SluiceRT", "SluiceTestSupport"]),
@@ -134,6 +161,14 @@ let package = Package(
         .testTarget(
             name: "SluiceCLITests",
             dependencies: ["CSndFile", "SluiceTestSupport"]
+        ),
+        .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),
+        .testTarget(
+            name: "SluicePluginsTests",
+            dependencies: [
+                "SluicePlugins", "SluicePluginABI", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio",
+                "SluiceTestSupport",
+            ]
         ),
     ]
 )

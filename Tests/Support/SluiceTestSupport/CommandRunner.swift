@@ -34,10 +34,26 @@ public enum CommandRunner {
         _ name: String, _ arguments: [String], timeout: Double = 60,
         standardInput: Data? = nil, currentDirectory: URL? = nil
     ) throws -> Outcome {
+        try run(
+            executable: productsFolder.appendingPathComponent(name), arguments, timeout: timeout,
+            standardInput: standardInput, currentDirectory: currentDirectory)
+    }
+
+    /// Runs the program at `executable` (a compiler, a script, an installed tool) likewise.
+    ///
+    /// - Parameter environment: variables to set or replace in the child's environment.
+    public static func run(
+        executable: URL, _ arguments: [String], timeout: Double = 60,
+        standardInput: Data? = nil, currentDirectory: URL? = nil, environment: [String: String] = [:]
+    ) throws -> Outcome {
+        let name = executable.lastPathComponent
         let process = Process()
-        process.executableURL = productsFolder.appendingPathComponent(name)
+        process.executableURL = executable
         process.arguments = arguments
         if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output

@@ -1,0 +1,210 @@
+import Glibc
+import SluiceGraph
+import SluicePluginABI
+import Synchronization
+
+/// One plugin shared library, loaded: its entry checked, `init` called, its node types read
+/// from the factory and converted to `NodeDescriptor`s.
+///
+/// A library is loaded once per process and path: `load(path:)` returns the same object
+/// while anyone holds it. When the last reference goes (the loader's and every node's), the
+/// plugin's `deinit` runs. The library itself stays mapped: a Swift plugin's image cannot be
+/// unloaded safely (the runtime keeps pointers into it), so the host never calls `dlclose`;
+/// loading the path again calls `init` again.
+public final class PluginLibrary: @unchecked Sendable {
+    // SAFETY (@unchecked Sendable): every stored property is set in `init` and never changes;
+    // the pointers are owned by the plugin and valid until `deinit` calls its `deinit`.
+
+    /// The library's absolute path.
+    public let path: String
+    /// The node types the plugin provides, in its factory's order.
+    public let nodeTypes: [PluginNodeType]
+
+    let entry: UnsafePointer<sluice_plugin_entry_t>
+    let factory: UnsafePointer<sluice_node_factory_t>
+
+    /// Libraries loaded in this process, by resolved path. `init` and `deinit` of plugins run
+    /// under this lock, so they never overlap.
+    private static let loaded = Mutex<[String: WeakLibrary]>([:])
+    private let key: String
+
+    /// Loads the plugin at `path` (or returns the one already loaded from there).
+    ///
+    /// - Throws: `PluginError`: the file is missing, not a shared library, has no entry
+    ///   symbol, was built for another ABI version, failed to initialise, has no node
+    ///   factory, or declares an invalid node type.
+    public static func load(path: String) throws(PluginError) -> PluginLibrary {
+        let absolute = Self.absolute(path)
+        guard access(absolute, F_OK) == 0 else { throw .missingFile(path: absolute) }
+        let key = realpath(absolute, nil).map { resolved in
+            defer { free(resolved) }
+            return String(cString: resolved)
+        } ?? absolute
+        return try loaded.withLock { (table) throws(PluginError) -> PluginLibrary in
+            if let library = table[key]?.library { return library }
+            let library = try PluginLibrary(path: absolute, key: key)
+            table[key] = WeakLibrary(library: library)
+            return library
+        }
+    }
+
+    /// Called with `loaded` locked.
+    private init(path: String, key: String) throws(PluginError) {
+        self.path = path
+        self.key = key
+        _ = dlerror()
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            let reason = dlerror().map { String(cString: $0) } ?? "unknown reason"
+            throw .notALibrary(path: path, reason: reason)
+        }
+        // The handle is never closed (see the type's documentation).
+        guard let symbol = dlsym(handle, SLUICE_PLUGIN_ENTRY_SYMBOL) else { throw .missingEntry(path: path) }
+        // SAFETY: the ABI defines `sluice_plugin_entry` as a function of this type; the ABI
+        // version it returns is checked before anything else in the entry is used.
+        let function = unsafeBitCast(symbol, to: sluice_plugin_entry_function_t.self)
+        guard let entry = function() else { throw .nullEntry(path: path) }
+        guard entry.pointee.abi_version == SLUICE_ABI_VERSION else {
+            throw .versionMismatch(path: path, found: entry.pointee.abi_version, expected: SLUICE_ABI_VERSION)
+        }
+        guard let initialise = entry.pointee.`init`, let getFactory = entry.pointee.get_factory,
+            entry.pointee.deinit != nil
+        else { throw .nullEntry(path: path) }
+        guard initialise(path) else { throw .initFailed(path: path) }
+        self.entry = entry
+        guard let raw = getFactory(SLUICE_NODE_FACTORY_ID) else {
+            entry.pointee.deinit?()
+            throw .missingFactory(path: path)
+        }
+        // SAFETY: the ABI says the pointer returned for SLUICE_NODE_FACTORY_ID is a
+        // sluice_node_factory_t, valid until `deinit`.
+        let factory = raw.assumingMemoryBound(to: sluice_node_factory_t.self)
+        self.factory = factory
+        do throws(PluginError) {
+            nodeTypes = try Self.readTypes(of: factory, path: path)
+        } catch {
+            entry.pointee.deinit?()
+            throw error
+        }
+    }
+
+    deinit {
+        Self.loaded.withLock { table in
+            if table[key]?.library == nil { table[key] = nil }
+            entry.pointee.deinit?()
+        }
+    }
+
+    private static func readTypes(of factory: UnsafePointer<sluice_node_factory_t>, path: String) throws(PluginError) -> [PluginNodeType] {
+        guard let count = factory.pointee.count, let get = factory.pointee.get_descriptor,
+            factory.pointee.create_provider != nil, factory.pointee.create_processor != nil
+        else {
+            throw .invalidDescriptor(path: path, type: "?", problem: "the node factory leaves a function pointer NULL")
+        }
+        var types: [PluginNodeType] = []
+        var names: Set<String> = []
+        for index in 0..<count(factory) {
+            guard let descriptor = get(factory, index) else {
+                throw .invalidDescriptor(path: path, type: "#\(index)", problem: "get_descriptor(\(index)) returned NULL")
+            }
+            let type = try DescriptorConversion.convert(descriptor, path: path)
+            guard names.insert(type.descriptor.typeName).inserted else {
+                throw .duplicateType(name: type.descriptor.typeName, path: path, other: "the same plugin")
+            }
+            types.append(type)
+        }
+        return types
+    }
+
+    /// `path` made absolute against the current directory (given explicitly by the caller).
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let directory = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return directory == "/" ? "/" + path : directory + "/" + path
+    }
+
+    /// `NodeType`s for the registry: descriptors with factories that create the adapters.
+    public var graphNodeTypes: [NodeType] {
+        nodeTypes.map { type in
+            NodeType(type.descriptor) { [self] parameters in
+                try self.makeNode(type, parameters)
+            }
+        }
+    }
+
+    /// [control] Creates an instance of `type` and wraps it as a graph node.
+    func makeNode(_ type: PluginNodeType, _ parameters: NodeParameters) throws -> any Node {
+        var error = sluice_error_t()
+        switch type.kind {
+        case .provider:
+            var provider = sluice_provider_t()
+            let created = CParameters.with(type.raw, parameters) { values, count in
+                factory.pointee.create_provider!(factory, type.raw.pointee.type_name, values, count, &provider, &error)
+            }
+            guard created, provider.instance != nil, let vtable = provider.vtable else {
+                throw creationError(type, error, created: created)
+            }
+            return try PluginProviderSource(library: self, type: type, instance: provider.instance!, vtable: vtable)
+        case .processor:
+            var processor = sluice_processor_t()
+            let created = CParameters.with(type.raw, parameters) { values, count in
+                factory.pointee.create_processor!(factory, type.raw.pointee.type_name, values, count, &processor, &error)
+            }
+            guard created, processor.instance != nil, let vtable = processor.vtable else {
+                throw creationError(type, error, created: created)
+            }
+            return try PluginProcessorNode(library: self, type: type, instance: processor.instance!, vtable: vtable)
+        }
+    }
+
+    private func creationError(_ type: PluginNodeType, _ error: sluice_error_t, created: Bool) -> NodeCreationError {
+        guard created else {
+            let failure = PluginFailure(error)
+            return NodeCreationError(
+                "'\(type.descriptor.typeName)' (plugin \(path)) could not be created: \(failure.message)",
+                fix: failure.code.isEmpty ? nil : "the plugin reports '\(failure.code)'")
+        }
+        return NodeCreationError("'\(type.descriptor.typeName)' (plugin \(path)) returned no instance or no vtable")
+    }
+}
+
+/// A table entry that does not keep its library alive.
+private struct WeakLibrary: @unchecked Sendable {
+    // SAFETY (@unchecked Sendable): read and written only under `PluginLibrary.loaded`'s lock.
+    weak var library: PluginLibrary?
+}
+
+/// One node type a plugin provides.
+public struct PluginNodeType: @unchecked Sendable {
+    // SAFETY (@unchecked Sendable): `raw` points at the plugin's constant descriptor, valid
+    // while the library that listed it is alive; nothing writes through it.
+
+    public enum Kind: Sendable, Hashable {
+        case provider
+        case processor
+    }
+
+    public let descriptor: NodeDescriptor
+    public let kind: Kind
+    let raw: UnsafePointer<sluice_node_descriptor_t>
+}
+
+/// A `sluice_error_t` read into Swift strings.
+struct PluginFailure: Sendable, Hashable {
+    var code: String
+    var message: String
+
+    init(_ error: sluice_error_t) {
+        var error = error
+        code = withUnsafeBytes(of: &error.code) { Self.text($0) }
+        message = withUnsafeBytes(of: &error.message) { Self.text($0) }
+        if message.isEmpty { message = "no reason given" }
+    }
+
+    /// The NUL-terminated text in a fixed array (the whole array when no NUL).
+    private static func text(_ bytes: UnsafeRawBufferPointer) -> String {
+        let end = bytes.firstIndex(of: 0) ?? bytes.count
+        return String(decoding: bytes[..<end], as: UTF8.self)
+    }
+}

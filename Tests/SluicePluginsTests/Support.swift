@@ -1,0 +1,109 @@
+import Foundation
+import SluiceConfig
+import SluiceGraph
+import SluiceNodes
+import SluicePlugins
+import SluiceTestSupport
+import Testing
+
+/// The plugins `swift build` put beside the test bundle, fresh folders to arrange them in,
+/// and graph rendering.
+enum Plugins {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A built plugin (or test library) by file name, e.g. `libsluice-ducker.so`.
+    static func built(_ name: String) -> String {
+        CommandRunner.productsFolder.appendingPathComponent(name).path
+    }
+
+    static var ducker: String { built("libsluice-ducker.so") }
+    static var swiftTest: String { built("libtest-plugin-swift.so") }
+    static var wrongABI: String { built("libtest-plugin-wrong-abi.so") }
+    static var noEntry: String { built("libtest-plugin-no-entry.so") }
+
+    /// Compiles a graph from YAML with the built-in nodes and `libraries`' node types.
+    static func compile(_ yaml: String, libraries: [PluginLibrary], baseDirectory: String? = nil) throws -> CompiledGraph {
+        var registry = BuiltinNodes.registry()
+        try PluginCatalog.register(libraries, into: &registry)
+        let description = try GraphFile.parse(yaml, file: "test.yaml", baseDirectory: baseDirectory)
+        return try GraphCompiler(registry: registry).compile(description)
+    }
+
+    /// Renders offline, feeding `text` (one utterance per element) to the text-driven
+    /// sources; the first sink's interleaved samples and the report.
+    static func render(_ graph: CompiledGraph, text: [String] = []) throws -> ([Float], RunReport) {
+        for source in graph.textSources {
+            for line in text { source.receive(text: line) }
+            source.finishText()
+        }
+        let renderer = try OfflineRenderer(graph: graph)
+        var samples: [Float] = []
+        renderer.output = { sink, buffer in if sink == 0 { samples += buffer } }
+        let report = try renderer.run()
+        return (samples, report)
+    }
+}
+
+/// A fresh folder under the system's temporary folder, removed with everything in it when the
+/// last reference goes.
+final class Folder: Sendable {
+    let url: URL
+
+    init(_ label: String = "sluice-plugins") {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    var path: String { url.path }
+
+    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Copies the file at `source` into the folder as `name`; returns the copy's path.
+    @discardableResult
+    func copy(_ source: String, as name: String) throws -> String {
+        let target = file(name)
+        try FileManager.default.copyItem(atPath: source, toPath: target)
+        return target
+    }
+
+    /// Writes `text` into the folder as `name`; returns its path.
+    @discardableResult
+    func write(_ text: String, as name: String) throws -> String {
+        let target = file(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: target))
+        return target
+    }
+}
+
+extension PluginError {
+    /// The case's name, for matching without the paths.
+    var kind: String {
+        switch self {
+        case .missingFile: "missingFile"
+        case .notALibrary: "notALibrary"
+        case .missingEntry: "missingEntry"
+        case .nullEntry: "nullEntry"
+        case .versionMismatch: "versionMismatch"
+        case .initFailed: "initFailed"
+        case .missingFactory: "missingFactory"
+        case .invalidDescriptor: "invalidDescriptor"
+        case .duplicateType: "duplicateType"
+        }
+    }
+}
+
+/// Runs `body`, expecting a `PluginError`; returns it.
+func pluginError(_ body: () throws -> Void) -> PluginError? {
+    do {
+        try body()
+        return nil
+    } catch let error as PluginError {
+        return error
+    } catch {
+        Issue.record("not a PluginError: \(error)")
+        return nil
+    }
+}

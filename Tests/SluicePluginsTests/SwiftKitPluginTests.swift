@@ -1,0 +1,151 @@
+import Foundation
+import SluiceAudio
+import SluiceGraph
+import SluicePlugins
+import Testing
+
+/// The test plugin written in Swift with SluicePluginKit (Tests/Plugins/swift-test), loaded
+/// through the loader and run in graphs.
+@Suite struct SwiftKitPluginTests {
+    static func library() throws -> PluginLibrary { try PluginLibrary.load(path: Plugins.swiftTest) }
+
+    /// Frame n of a test-pcm utterance, as the aligner turns it into Float32.
+    static func sample(_ frame: Int) -> Float { Float((frame * 37) % 2000 - 1000) / 32768 }
+
+    static func expectedSpeech(_ utterances: [String]) -> [Float] {
+        utterances.flatMap { text in (0..<100 * text.utf8.count).map(sample) }
+    }
+
+    static func speechGraph(_ voice: String) -> String {
+        """
+        name: speech
+        nodes:
+          voice: { type: test-pcm, \(voice) }
+          align: { type: aligner }
+          out:   { type: null.sink, rate: 16000, channels: 1 }
+        links:
+          - voice -> align -> out
+        """
+    }
+
+    @Test("both node types are listed with their kinds")
+    func listed() throws {
+        let library = try Self.library()
+        #expect(library.nodeTypes.map(\.descriptor.typeName) == ["test-gain", "test-pcm"])
+        #expect(library.nodeTypes.map(\.kind) == [.processor, .provider])
+        let pcm = library.nodeTypes[1].descriptor
+        #expect(pcm.kind == .source)
+        #expect(pcm.outputs.map(\.medium) == [.bytes])
+        #expect(pcm.parameter(named: "stutter")?.defaultValue == .boolean(false))
+        #expect(pcm.parameter(named: "chunk")?.type == .integer(1...65_536))
+    }
+
+    @Test("a Swift processor in a graph: test-gain halves a tone exactly")
+    func processor() throws {
+        let library = try Self.library()
+        let tone = "name: t\nnodes:\n  a: { type: tone, frequency: 440, duration: 0.5, rate: 48000, channels: 2 }\n"
+        let plain = try Plugins.compile(tone + "  out: { type: null.sink, rate: 48000, channels: 2 }\nlinks:\n  - a -> out\n", libraries: [library])
+        let halved = try Plugins.compile(
+            tone + "  g: { type: test-gain, gain: 0.5 }\n  out: { type: null.sink, rate: 48000, channels: 2 }\nlinks:\n  - a -> g -> out\n",
+            libraries: [library])
+        let (reference, _) = try Plugins.render(plain)
+        let (samples, _) = try Plugins.render(halved)
+        #expect(reference.count == 48_000)
+        #expect(samples == reference.map { $0 * 0.5 })
+    }
+
+    @Test("a Swift provider in a graph: known PCM per utterance, served in odd chunks with would-block", arguments: [
+        "chunk: 101, stutter: true", "chunk: 4096", "chunk: 1",
+    ])
+    func provider(_ voice: String) throws {
+        let graph = try Plugins.compile(Self.speechGraph(voice), libraries: [try Self.library()])
+        let (samples, report) = try Plugins.render(graph, text: ["hello", "hi", "héllo"])
+        #expect(samples == Self.expectedSpeech(["hello", "hi", "héllo"]))
+        #expect(report.failures.isEmpty)
+        #expect(report.droppedPartialFrames == 0)
+    }
+
+    @Test("text handed over piece by piece makes the same audio as whole utterances")
+    func incrementalText() throws {
+        let graph = try Plugins.compile(Self.speechGraph("chunk: 333"), libraries: [try Self.library()])
+        let voice = try #require(graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
+        voice.beginUtterance()
+        for token in ["Hel", "lo, ", "wor", "ld"] { voice.push(text: token) }
+        voice.endUtterance()
+        voice.receive(text: "ok")
+        voice.finishText()
+        let renderer = try OfflineRenderer(graph: graph)
+        var samples: [Float] = []
+        renderer.output = { _, buffer in samples += buffer }
+        _ = try renderer.run()
+        #expect(samples == Self.expectedSpeech(["Hello, world", "ok"]))
+    }
+
+    @Test("utterance markers sit at the byte positions the reads imply")
+    func markers() throws {
+        let graph = try Plugins.compile(Self.speechGraph("chunk: 300"), libraries: [try Self.library()])
+        let voice = try #require(graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
+        #expect(voice.format == PCMFormat(.s16le, channels: 1, sampleRate: 16_000))
+        voice.receive(text: "hello")  // 500 frames: 1000 bytes
+        voice.receive(text: "hi")     // 200 frames: 400 bytes
+        voice.finishText()
+        let ports = NodePorts(inputs: [], outputs: [.bytes(voice.format)])
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 8)
+        defer { buffer.deallocate() }
+        var markers: [Marker] = []
+        var bytes = 0
+        var finished = false
+        for _ in 0..<100 where !finished {
+            ports.setOutput(0, base: buffer, units: 4096)
+            var io = ProcessIO(ports)
+            if case .finished = voice.produce(&io, at: 0) { finished = true }
+            bytes += ports.produced(output: 0)
+            for index in 0..<ports.markerCount(output: 0) { markers.append(ports.marker(index, output: 0)) }
+            ports.removeMarkers(output: 0)
+        }
+        #expect(finished)
+        #expect(bytes == 1400)
+        #expect(markers == [
+            Marker(position: 0, event: .utteranceStart(UtteranceID(0))),
+            Marker(position: 1000, event: .utteranceEnd(UtteranceID(0))),
+            Marker(position: 1000, event: .utteranceStart(UtteranceID(1))),
+            Marker(position: 1400, event: .utteranceEnd(UtteranceID(1))),
+        ])
+    }
+
+    @Test("a provider's typed error ends the stream and is reported; what came before plays")
+    func providerError() throws {
+        let graph = try Plugins.compile(Self.speechGraph("chunk: 100, fail-after: 300"), libraries: [try Self.library()])
+        let (samples, report) = try Plugins.render(graph, text: ["hello"])
+        #expect(report.failures == ["voice: failed after 300 bytes, as asked"])
+        #expect(samples.count == 150)
+    }
+
+    @Test("a processor refusing its format at activate fails the run with its message")
+    func activateError() throws {
+        let graph = try Plugins.compile("""
+            name: t
+            nodes:
+              a:   { type: tone, duration: 0.1, rate: 48000, channels: 2 }
+              g:   { type: test-gain, channels: 1 }
+              out: { type: null.sink, rate: 48000, channels: 2 }
+            links:
+              - a -> g -> out
+            """, libraries: [try Self.library()])
+        #expect {
+            _ = try Plugins.render(graph)
+        } throws: { error in
+            "\(error)".contains("test-gain was set to 1 channels, got 2")
+        }
+    }
+
+    @Test("an unknown plugin type in a graph gets the usual hint")
+    func unknownType() throws {
+        do {
+            _ = try Plugins.compile(Self.speechGraph("chunk: 1").replacingOccurrences(of: "test-pcm", with: "test-pcn"), libraries: [try Self.library()])
+            Issue.record("accepted")
+        } catch let diagnostics as GraphDiagnostics {
+            #expect(diagnostics.description.contains("test-pcm"), "\(diagnostics)")
+        }
+    }
+}
