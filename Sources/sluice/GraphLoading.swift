@@ -4,6 +4,7 @@ import SluiceConfig
 import SluiceGraph
 import SluiceJACK
 import SluiceNodes
+import SluicePlugins
 
 /// Reads the GRAPH argument: a graph file, or a one-line graph (`tone ! fader ! wav.sink
 /// path=out.wav`) when no such file exists and the text has a `!` or a space.
@@ -25,6 +26,25 @@ enum GraphLoading {
         return registry
     }
 
+    /// `registry(server:)` plus the node types of every plugin on the search path of a graph
+    /// in `graphFolder` (nil for a one-line graph: no graph folder). A plugin that fails to
+    /// load, or a type name taken twice, is printed and ends the command with exit 1.
+    static func registry(server: String? = nil, graphFolder: String?) throws -> NodeRegistry {
+        var registry = registry(server: server)
+        let catalog = PluginCatalog(searchPath: .standard(graphFolder: graphFolder))
+        var errors = catalog.errors
+        do throws(PluginError) {
+            try catalog.register(into: &registry)
+        } catch {
+            errors.append(error)
+        }
+        guard errors.isEmpty else {
+            for error in errors { printError("error: \(error)") }
+            throw ExitCode(1)
+        }
+        return registry
+    }
+
     /// Loads and checks a graph, printing every problem to standard error.
     static func compile(
         _ argument: String, options: GraphCompiler.Options = .init(), server: String? = nil, oneLine: Bool = false,
@@ -33,7 +53,8 @@ enum GraphLoading {
         do {
             var description = try description(of: argument, oneLine: oneLine)
             adjust(&description)
-            return try GraphCompiler(registry: registry(server: server), options: options).compile(description)
+            let registry = try registry(server: server, graphFolder: description.baseDirectory)
+            return try GraphCompiler(registry: registry, options: options).compile(description)
         } catch let diagnostics as GraphDiagnostics {
             printError(diagnostics.description)
             throw ExitCode(1)

@@ -1,0 +1,83 @@
+import Foundation
+import SluiceTestSupport
+import Testing
+
+/// `sluice plugins`, and plugins in graph commands, with the plugins `swift build` put beside
+/// the tool (found with no configuration).
+@Suite("sluice plugins")
+struct PluginsCommandTests {
+    static let buildFolder = CommandRunner.productsFolder.resolvingSymlinksInPath().path
+    static var ducker: String { CommandRunner.productsFolder.appendingPathComponent("libsluice-ducker.so").path }
+
+    static func sluice(_ arguments: [String], pluginPath: String? = nil, in directory: URL = CLI.packageRoot) throws -> CommandRunner.Outcome {
+        try CommandRunner.run(
+            executable: CommandRunner.productsFolder.appendingPathComponent("sluice"), arguments, timeout: CLI.timeout,
+            currentDirectory: directory, environment: ["SLUICE_PLUGIN_PATH": pluginPath ?? ""])
+    }
+
+    @Test("the plugins built beside sluice are found with no configuration")
+    func builtPluginsFound() throws {
+        let outcome = try Self.sluice(["plugins"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(outcome.standardOutput.contains("search path:\n  1. "))
+        #expect(outcome.standardOutput.contains("libsluice-ducker.so (install)\n  ducker (processor): Lowers `in` while `speech`"))
+        #expect(!outcome.standardOutput.contains("test-plugin"), "test-only libraries are not named libsluice-*")
+    }
+
+    @Test("--verbose prints each type's ports and parameters")
+    func verbose() throws {
+        let outcome = try Self.sluice(["plugins", "--verbose"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(outcome.standardOutput.contains("    in   speech [frames]"))
+        #expect(outcome.standardOutput.contains("    depth: number in 0…60 (dB), default 12 — "))
+    }
+
+    @Test("order and shadowing: the graph folder, then SLUICE_PLUGIN_PATH, then the build folder")
+    func order() throws {
+        let graphs = TemporaryFolder()
+        let environment = TemporaryFolder()
+        try FileManager.default.copyItem(atPath: Self.ducker, toPath: graphs.file("libsluice-ducker.so").path)
+        try graphs.write("name: g\nnodes:\n  a: { type: tone }\n  out: { type: null.sink }\nlinks:\n  - a -> out\n", to: "g.yaml")
+        let outcome = try Self.sluice(["plugins", "--graph", graphs.file("g.yaml").path], pluginPath: environment.url.path)
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let lines = outcome.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines[1] == "  1. \(graphs.url.path) (graph folder)")
+        #expect(lines[2] == "  2. \(environment.url.path) (SLUICE_PLUGIN_PATH)")
+        #expect(lines[3].hasPrefix("  3. ") && lines[3].hasSuffix(" (install)"))
+        #expect(outcome.standardOutput.contains("\(graphs.file("libsluice-ducker.so").path) (graph folder)\n  ducker (processor)"))
+        #expect(outcome.standardOutput.contains("libsluice-ducker.so (install)\n  shadowed by \(graphs.file("libsluice-ducker.so").path)"))
+    }
+
+    @Test("a broken plugin on the path: listed with its error, exit 1; graph commands refuse to run")
+    func brokenPlugin() throws {
+        let folder = TemporaryFolder()
+        let bad = try folder.write("not a library\n", to: "libsluice-bad.so").path
+        let outcome = try Self.sluice(["plugins"], pluginPath: folder.url.path)
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput.contains("\(bad) (SLUICE_PLUGIN_PATH)\n  error: plugin '\(bad)' is not a shared library ("))
+
+        let check = try Self.sluice(["check", "graphs/tone.yaml"], pluginPath: folder.url.path)
+        #expect(check.status == 1)
+        #expect(check.standardError.hasPrefix("error: plugin '\(bad)' is not a shared library ("), "\(check.standardError)")
+    }
+
+    @Test("a second plugin with a taken type name: exit 1 naming both files")
+    func duplicate() throws {
+        let folder = TemporaryFolder()
+        let copy = folder.file("libsluice-ducker-copy.so").path
+        try FileManager.default.copyItem(atPath: Self.ducker, toPath: copy)
+        let outcome = try Self.sluice(["check", "graphs/tone.yaml"], pluginPath: folder.url.path)
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("error: node type 'ducker' from plugin '"), "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("is already defined by plugin '\(copy)'"), "\(outcome.standardError)")
+    }
+
+    @Test("the ducker example graph renders with the built plugin")
+    func duckingExample() throws {
+        let folder = TemporaryFolder()
+        let output = folder.file("ducking.wav").path
+        let outcome = try Self.sluice(["render", "Plugins/ducker/ducking.yaml", "--text", "hi", "-o", output])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(FileManager.default.fileExists(atPath: output))
+    }
+}
