@@ -95,6 +95,8 @@ final class CDescriptors: @unchecked Sendable {
     /// A C array holding `elements`, living as long as this object; NULL when empty.
     private func array<Element>(_ elements: [Element]) -> UnsafePointer<Element>? {
         guard !elements.isEmpty else { return nil }
+        // SAFETY: the block is sized for `elements.count` elements and suitably aligned by
+        // malloc (C structs and pointers only); it is bound once and freed in `deinit`.
         let raw = malloc(MemoryLayout<Element>.stride * elements.count)!
         allocations.append(raw)
         let typed = raw.bindMemory(to: Element.self, capacity: elements.count)

@@ -68,6 +68,8 @@ extension PluginError {
     }
 
     private static func copy<Storage>(_ text: String, into storage: inout Storage) {
+        // SAFETY: `storage` is one of sluice_error_t's fixed char arrays; at most
+        // `count − 1` bytes are copied, then a NUL, so it never overflows.
         withUnsafeMutableBytes(of: &storage) { bytes in
             let utf8 = Array(text.utf8.prefix(bytes.count - 1))
             bytes.copyBytes(from: utf8)

@@ -5,6 +5,9 @@ import SluicePluginABI
 /// C descriptors → `NodeDescriptor`, checked against the ABI's rules (descriptor.h).
 enum DescriptorConversion {
     static func convert(_ raw: UnsafePointer<sluice_node_descriptor_t>, path: String) throws(PluginError) -> PluginNodeType {
+        // SAFETY: descriptor.h makes the plugin keep the descriptor and everything it points
+        // at valid until `deinit`; arrays are read only up to their counts, after NULL checks,
+        // and strings are NUL-terminated by the same contract.
         let c = raw.pointee
         guard let namePointer = c.type_name else {
             throw .invalidDescriptor(path: path, type: "?", problem: "the type name is NULL")

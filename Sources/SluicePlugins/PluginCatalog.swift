@@ -99,6 +99,8 @@ public struct PluginCatalog: Sendable {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
+            // SAFETY: `entry` is valid until the next `readdir`; `d_name` is a NUL-terminated
+            // array inside it, read no further than its NUL.
             let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             }

@@ -135,6 +135,9 @@ public final class PluginLibrary: @unchecked Sendable {
 
     /// [control] Creates an instance of `type` and wraps it as a graph node.
     func makeNode(_ type: PluginNodeType, _ parameters: NodeParameters) throws -> any Node {
+        // SAFETY: `readTypes` checked both create functions are non-NULL; `type.raw` and the
+        // factory stay valid while `self` lives; the values passed live for the call only,
+        // as factory.h says.
         var error = sluice_error_t()
         switch type.kind {
         case .provider:
@@ -197,6 +200,8 @@ struct PluginFailure: Sendable, Hashable {
 
     init(_ error: sluice_error_t) {
         var error = error
+        // SAFETY: the arrays are fixed-size fields of a local copy; `text` stops at the first
+        // NUL or the array's end, so text the plugin failed to terminate is still bounded.
         code = withUnsafeBytes(of: &error.code) { Self.text($0) }
         message = withUnsafeBytes(of: &error.message) { Self.text($0) }
         if message.isEmpty { message = "no reason given" }

@@ -138,6 +138,8 @@ public final class PluginProcessorNode: ProcessorNode {
             }
             call.pointee.position = UInt64(framesProduced + done)
             call.pointee.frames = UInt32(chunk)
+            // SAFETY: `call` and the pointer tables live until `deactivate`; each pointer
+            // addresses `chunk × channels` samples set just above.
             if process(instance, call) != sluice_process_status_t(SLUICE_PROCESS_CONTINUE) {
                 failures += 1
                 for port in 0..<outputCount { outputPointers[port]!.update(repeating: 0, count: chunk * channels) }

@@ -145,6 +145,8 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
         guard let base = room.baseAddress, room.count > 0 else { return .more }
         var written = 0
         var error = sluice_error_t()
+        // SAFETY: `base` addresses `room.count` writable bytes of the output edge for this
+        // call; the plugin writes at most `capacity` bytes and reports how many (checked below).
         let status = vtable.pointee.read!(instance, base, room.count, &written, &error)
         switch status {
         case sluice_read_status_t(SLUICE_READ_DATA):
