@@ -8,8 +8,8 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
     case notALibrary(path: String, reason: String)
     /// A shared library without the `sluice_plugin_entry` symbol: not a Sluice plugin.
     case missingEntry(path: String)
-    /// The entry function returned NULL.
-    case nullEntry(path: String)
+    /// The entry function returned NULL, or an entry with a NULL function.
+    case invalidEntry(path: String, problem: String)
     /// The plugin was built for another ABI version.
     case versionMismatch(path: String, found: UInt32, expected: UInt32)
     /// The plugin's `init` returned false.
@@ -25,7 +25,7 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The plugin file at fault.
     public var path: String {
         switch self {
-        case .missingFile(let path), .notALibrary(let path, _), .missingEntry(let path), .nullEntry(let path),
+        case .missingFile(let path), .notALibrary(let path, _), .missingEntry(let path), .invalidEntry(let path, _),
             .versionMismatch(let path, _, _), .initFailed(let path), .missingFactory(let path),
             .invalidDescriptor(let path, _, _), .duplicateType(_, let path, _):
             path
@@ -40,8 +40,8 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
             "plugin '\(path)' is not a shared library (\(reason)); a plugin is a .so built with -shared"
         case .missingEntry(let path):
             "'\(path)' is a shared library but not a Sluice plugin: it does not export 'sluice_plugin_entry' (see docs/plugins.md)"
-        case .nullEntry(let path):
-            "plugin '\(path)': 'sluice_plugin_entry' returned NULL"
+        case .invalidEntry(let path, let problem):
+            "plugin '\(path)': \(problem)"
         case .versionMismatch(let path, let found, let expected):
             "plugin '\(path)' was built for plugin ABI version \(found), but this sluice loads version \(expected); rebuild it against this sluice's headers (pkg-config sluice-plugin)"
         case .initFailed(let path):

@@ -62,13 +62,13 @@ public final class PluginLibrary: @unchecked Sendable {
         // SAFETY: the ABI defines `sluice_plugin_entry` as a function of this type; the ABI
         // version it returns is checked before anything else in the entry is used.
         let function = unsafeBitCast(symbol, to: sluice_plugin_entry_function_t.self)
-        guard let entry = function() else { throw .nullEntry(path: path) }
+        guard let entry = function() else { throw .invalidEntry(path: path, problem: "'sluice_plugin_entry' returned NULL") }
         guard entry.pointee.abi_version == SLUICE_ABI_VERSION else {
             throw .versionMismatch(path: path, found: entry.pointee.abi_version, expected: SLUICE_ABI_VERSION)
         }
         guard let initialise = entry.pointee.`init`, let getFactory = entry.pointee.get_factory,
             entry.pointee.deinit != nil
-        else { throw .nullEntry(path: path) }
+        else { throw .invalidEntry(path: path, problem: "its entry leaves init, deinit or get_factory NULL") }
         guard initialise(path) else { throw .initFailed(path: path) }
         self.entry = entry
         guard let raw = getFactory(SLUICE_NODE_FACTORY_ID) else {

@@ -85,7 +85,7 @@ extension PluginError {
         case .missingFile: "missingFile"
         case .notALibrary: "notALibrary"
         case .missingEntry: "missingEntry"
-        case .nullEntry: "nullEntry"
+        case .invalidEntry: "invalidEntry"
         case .versionMismatch: "versionMismatch"
         case .initFailed: "initFailed"
         case .missingFactory: "missingFactory"
