@@ -121,7 +121,7 @@ func sluiceJackSinkProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableR
 /// JACK's xrun callback: only counts.
 func sluiceJackSinkXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
     // SAFETY: as for the process callback.
-    Unmanaged<JackSinkEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.xruns.add(1, ordering: .relaxed) }
+    _ = Unmanaged<JackSinkEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.xruns.add(1, ordering: .relaxed) }
     return 0
 }
 

@@ -39,6 +39,9 @@ import Testing
         // The ramp's first sample is -0.5, never 0, so the first non-zero sample is frame 0.
         #expect(firstDifference(played, (0..<(24_000 - 1)).map { RampSource.sample($0, 0) }) == nil)
         #expect(report.timeToFirstAudio != nil)
+        // From the source's first bytes to the first sample rendered: after one, within the run.
+        let latency = try #require(report.pipelineLatency)
+        #expect(latency >= 0 && latency <= report.wallSeconds, "pipeline latency \(latency) s")
         #expect(live.runningThreads == 0)
         #expect(sink.clock?.isRunning == false)
     }

@@ -101,6 +101,12 @@ public final class LiveRun: @unchecked Sendable {
         let failure = shutDown()
         var report = statistics.report(graphSeconds: graphTime, wallSeconds: monotonicSeconds() - wallStart)
         report.cancelled = cancelled
+        if !runtime.sources.isEmpty, !runtime.sinks.isEmpty,
+            let handed = runtime.sources[0].firstOutputWallTime,
+            let played = runtime.sinks[0].playhead.firstAudioWallTime
+        {
+            report.pipelineLatency = played - handed
+        }
         if let deviceFailure { throw deviceFailure }
         if let failure { throw failure }
         return report

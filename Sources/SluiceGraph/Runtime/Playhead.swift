@@ -38,6 +38,8 @@ public final class Playhead: @unchecked Sendable {
     // Written by the control side, read by the device thread.
     private let watermarkValue: Atomic<Int>
     private let cancelRequested = Atomic<Bool>(false)
+    /// Monotonic wall seconds, as bits, when the first audio was rendered; 0 before.
+    private let firstAudioWallBits = Atomic<UInt64>(0)
 
     // Device-thread state.
     private var audio: RingConsumer<Float>
@@ -49,6 +51,9 @@ public final class Playhead: @unchecked Sendable {
     private var fadeInRemaining = 0
     private var hasStarted = false
     private let wake: WakeSignal?
+    /// Frames taken since the filler was last woken, and how many make a wake worth it.
+    private var framesSinceWake = 0
+    private let wakeQuantum: Int
 
     /// Markers the playhead holds while it waits to reach their positions.
     static let heldMarkerCapacity = 256
@@ -67,6 +72,10 @@ public final class Playhead: @unchecked Sendable {
         self.markers = markers
         self.events = events
         self.wake = wake
+        // The filler is woken once a quarter of the edge is free, not every period: each wake
+        // of a sleeping thread is a futex system call on the device thread, and the filler
+        // moves audio in larger pieces for it. The edge still holds three quarters.
+        wakeQuantum = max(1, capacityFrames / 4)
         watermarkValue = Atomic(watermarkFrames)
         heldMarkers = .allocate(capacity: Self.heldMarkerCapacity)
     }
@@ -84,6 +93,12 @@ public final class Playhead: @unchecked Sendable {
     /// Frames of audio played from the stream: the playback position.
     public var playedFrames: Int { streamFramesValue.load(ordering: .relaxed) }
     public var underruns: Int { underrunsValue.load(ordering: .relaxed) }
+    /// Monotonic wall seconds (`monotonicSeconds()`) when the device rendered the first audio
+    /// of the stream; nil before.
+    public var firstAudioWallTime: Double? {
+        let bits = firstAudioWallBits.load(ordering: .relaxed)
+        return bits == 0 ? nil : Double(bitPattern: bits)
+    }
     /// Events dropped because the event ring was full (the reader fell far behind).
     public var droppedEvents: Int { droppedEventsValue.load(ordering: .relaxed) }
 
@@ -151,6 +166,8 @@ public final class Playhead: @unchecked Sendable {
                 current = .playing
                 stateValue.store(current.rawValue, ordering: .releasing)
                 post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart, streamFrame: position)
+                // clock_gettime(CLOCK_MONOTONIC) is a vDSO read: no system call, no lock.
+                if !hasStarted { firstAudioWallBits.store(monotonicSeconds().bitPattern, ordering: .relaxed) }
                 if hasStarted { fadeInRemaining = fadeFrames }
                 hasStarted = true
             } else {
@@ -195,7 +212,11 @@ public final class Playhead: @unchecked Sendable {
         let end = start + copied
         streamFramesValue.store(end, ordering: .releasing)
         postReachedMarkers(upTo: end)
-        wake?.post()
+        framesSinceWake += copied
+        if framesSinceWake >= wakeQuantum {
+            framesSinceWake = 0
+            wake?.post()
+        }
         return copied
     }
 

@@ -5,6 +5,10 @@ public struct RunReport: Sendable, Hashable, Codable {
     public var timeToFirstBuffer: Double?
     /// When the sink started playing (the watermark was reached).
     public var timeToFirstAudio: Double?
+    /// Live runs: wall seconds from the primary source's first bytes entering the graph to
+    /// the device callback that rendered the first sample (with watermark 0, the graph's own
+    /// latency: at most a device period plus the processing).
+    public var pipelineLatency: Double?
     /// Audio played, in seconds.
     public var audioSeconds: Double = 0
     /// Seconds the primary source took per second of audio — wall time inside its `produce`

@@ -29,6 +29,9 @@ final class SourceSlot: @unchecked Sendable {
     private var endPending = false
     // Timings: wall seconds inside `produce`, graph seconds spent waiting to be due.
     private(set) var firstOutputTime: Double?
+    /// Monotonic wall seconds when the source's first units were committed to the graph (the
+    /// start of the pipeline latency, `RunReport.pipelineLatency`).
+    private(set) var firstOutputWallTime: Double?
     private(set) var finishTime: Double?
     private var busySeconds = 0.0
     private var waitingSince: Double?
@@ -78,8 +81,11 @@ final class SourceSlot: @unchecked Sendable {
         let produced = ports.produced(output: 0)
         flushMarkers()
         if produced > 0 {
-            if firstOutputTime == nil { firstOutputTime = time }
             output.commit(produced)
+            if firstOutputTime == nil {
+                firstOutputTime = time
+                firstOutputWallTime = monotonicSeconds()
+            }
             producedUnits.add(produced, ordering: .relaxed)
             output.wakeReader()
         }
