@@ -115,6 +115,13 @@ let package = Package(
             ],
             path: "Benchmarks/SluiceBenchmarks"
         ),
+        // The minimal C JACK client `scripts/bench jack` compares jack.sink's callback with.
+        .executableTarget(
+            name: "jack-copy-client",
+            dependencies: ["CJack"],
+            path: "Benchmarks/JackCopyClient",
+            linkerSettings: [.linkedLibrary("m"), .linkedLibrary("pthread")]
+        ),
 
         // MARK: Test support
         .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),

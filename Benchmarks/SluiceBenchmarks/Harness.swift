@@ -12,6 +12,13 @@ func monotonicSeconds() -> Double {
     return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
 }
 
+/// Nanoseconds on CLOCK_MONOTONIC, for timestamps compared across threads.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
 /// Wall time `body` takes, in seconds.
 func secondsTaken(_ body: () -> Void) -> Double {
     let start = monotonicSeconds()

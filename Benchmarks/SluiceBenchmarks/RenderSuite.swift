@@ -293,25 +293,7 @@ enum RenderSuite {
     /// Runs a tool and waits for it; its output goes to stderr, so stdout stays JSON lines.
     /// The time measured around this is the child's whole life: exec, start-up, work, exit.
     static func runChild(_ arguments: [String]) {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for argument in argv { free(argument) } }
-        var pid = pid_t()
-        let status = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
-        guard status == 0 else {
-            fail("cannot run \(arguments[0]): \(String(cString: strerror(status))) (scripts/bench render installs it)")
-        }
-        var exit: Int32 = 0
-        while waitpid(pid, &exit, 0) < 0 {
-            if errno != EINTR { fail("waitpid for \(arguments[0]): \(String(cString: strerror(errno)))") }
-        }
-        // WIFEXITED && WEXITSTATUS == 0, written out: the macros are not imported.
-        guard exit & 0x7f == 0, (exit >> 8) & 0xff == 0 else {
-            fail("\(arguments.joined(separator: " ")) failed (wait status \(exit))")
-        }
+        ChildProcess.start(arguments).expectExit()
     }
 
     // MARK: Input and checks

@@ -12,6 +12,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("resampler", "Resampler node vs raw libsamplerate, 24 kHz -> 48 kHz, each converter", ResamplerSuite.run),
     ("nodes", "Aligner, Crossfader, Fader vs memcpy of the same data", NodesSuite.run),
     ("render", "speech-render.yaml offline vs libsamplerate, sox, gst-launch-1.0", RenderSuite.run),
+    ("jack", "jack.sink on a private jackd vs a C client, jack_simple_client, gst jackaudiosink", JackSuite.run),
 ]
 
 let defaultRuns = 7

@@ -1,0 +1,116 @@
+import Foundation
+
+/// A program the benchmarks start, watch and wait for: its whole life (exec, start-up, work,
+/// exit) is what some figures time, and `wait()` returns the CPU time it used.
+final class ChildProcess {
+    let pid: pid_t
+    let command: String
+    /// Set once the child has been reaped.
+    private var ended: Exit?
+
+    private init(pid: pid_t, command: String) {
+        self.pid = pid
+        self.command = command
+    }
+
+    /// How a child's standard streams are set up.
+    struct Streams {
+        /// A descriptor to read standard input from; nil: /dev/null.
+        var input: Int32?
+        /// A file for standard output; nil: this process's standard error, so stdout stays
+        /// JSON lines.
+        var outputPath: String?
+        /// A file for standard error; nil: this process's standard error.
+        var errorPath: String?
+
+        init(input: Int32? = nil, outputPath: String? = nil, errorPath: String? = nil) {
+            self.input = input
+            self.outputPath = outputPath
+            self.errorPath = errorPath
+        }
+    }
+
+    /// Starts `arguments` (the program looked up on PATH), with `environment` added to this
+    /// process's. Stops the benchmark when it cannot start: a missing tool is no figure.
+    static func start(_ arguments: [String], streams: Streams = Streams(), environment: [String: String] = [:])
+        -> ChildProcess
+    {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let input = streams.input {
+            posix_spawn_file_actions_adddup2(&actions, input, STDIN_FILENO)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+        }
+        if let path = streams.outputPath {
+            posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+        }
+        if let path = streams.errorPath {
+            posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        }
+        var variables = ProcessInfo.processInfo.environment
+        for (key, value) in environment { variables[key] = value }
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for argument in argv { free(argument) }
+            for variable in envp { free(variable) }
+        }
+        var pid = pid_t()
+        let status = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
+        guard status == 0 else { fail("cannot run \(arguments[0]): \(String(cString: strerror(status)))") }
+        return ChildProcess(pid: pid, command: arguments.joined(separator: " "))
+    }
+
+    /// How a child ended.
+    struct Exit {
+        /// The raw wait status.
+        var status: Int32
+        /// User plus system CPU seconds the child used.
+        var cpuSeconds: Double
+
+        /// Exited with `code` (WIFEXITED && WEXITSTATUS == code; the macros are not imported).
+        func exited(with code: Int32) -> Bool { status & 0x7f == 0 && (status >> 8) & 0xff == code }
+    }
+
+    /// Waits for the child to end.
+    func wait() -> Exit {
+        reap(blocking: true)!
+    }
+
+    /// How the child ended, or nil while it runs.
+    func poll() -> Exit? {
+        reap(blocking: false)
+    }
+
+    private func reap(blocking: Bool) -> Exit? {
+        if let ended { return ended }
+        var status: Int32 = 0
+        var usage = rusage()
+        while true {
+            let reaped = wait4(pid, &status, blocking ? 0 : WNOHANG, &usage)
+            if reaped == pid { break }
+            if reaped == 0 { return nil }
+            if errno != EINTR { fail("wait4 for \(command): \(String(cString: strerror(errno)))") }
+        }
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) * 1e-6 }
+        ended = Exit(status: status, cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime))
+        return ended
+    }
+
+    /// Sends `number` unless the child has already been reaped (its pid may be reused).
+    func signal(_ number: Int32) {
+        if ended == nil { kill(pid, number) }
+    }
+
+    /// Waits for the child and stops the benchmark unless it exited with `code`.
+    @discardableResult
+    func expectExit(_ code: Int32 = 0) -> Exit {
+        let exit = wait()
+        guard exit.exited(with: code) else { fail("\(command) failed (wait status \(exit.status))") }
+        return exit
+    }
+}

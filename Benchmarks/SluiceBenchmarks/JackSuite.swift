@@ -1,0 +1,421 @@
+import CJack
+import Foundation
+import Synchronization
+
+/// `scripts/bench jack`: jack.sink on a real JACK server, against C and GStreamer clients on
+/// the same server in the same run.
+///
+/// One private server serves the whole suite: `jackd -R -n sluice-bench-<pid> -d dummy -r 48000
+/// -p 256 -C 0 -P 0` (real-time scheduling when the machine allows it, as JACK users run it;
+/// `--no-realtime` otherwise). It has no system ports, so the one "physical" playback pair is
+/// this process's ear (see `launchToFirstAudio`).
+///
+/// - callback durations: 60 s of a plain copy (`tone ! jack.sink`) and of the full speech chain
+///   (bytes → aligner → resampler → crossfader → fader → jack.sink), measured by jack.sink
+///   itself (`--stats json`), while `jack-copy-client` (Benchmarks/JackCopyClient, C) copies
+///   from a jack_ringbuffer into its port and times its callback the same way. All three run
+///   at once, so the machine's load hits them alike. Goal: p99 ≤ 2× the C client.
+/// - pipeline latency: `pipelineLatency` from `--stats json` — the source's first bytes (written
+///   to its stdin once the client runs) to the callback that renders the first sample, with
+///   watermark 0. Goal: ≤ one period + 1 ms.
+/// - launch to first audio: spawn to the first non-zero sample reaching the ear, for
+///   `sluice launch 'tone frequency=440 duration=2 ! fader ! jack.sink'` and for
+///   `jack_simple_client`, interleaved. Goal: ≤ 1.2× jack_simple_client.
+/// - CPU: user + system seconds of playing an 8 s, 24 kHz speech file in real time, `sluice run`
+///   against `gst-launch-1.0 … ! audioresample ! jackaudiosink`, both at once. Goal: ≤ 1.0×.
+enum JackSuite {
+    static let sampleRate = 48_000
+    static let periodFrames = 256
+    static var periodMilliseconds: Double { Double(periodFrames) * 1_000 / Double(sampleRate) }
+    /// Seconds of the callback-duration run; SLUICE_BENCH_JACK_SECONDS shortens it for a trial.
+    static let callbackSeconds: Double = {
+        let variable = ProcessInfo.processInfo.environment["SLUICE_BENCH_JACK_SECONDS"]
+        return variable.flatMap(Double.init) ?? 60
+    }()
+    static let speechFileSeconds = 8.0
+    static let fixturePath = "graphs/audio/hello-24k.s16"
+
+    static func run(runs: Int) {
+        let tools = Tools.locate()
+        let folder = makeTemporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = BenchServer.start(logPath: "\(folder)/jackd.log")
+        defer { server.stop() }
+        note("server '\(server.name)': \(server.realtime ? "real-time scheduling" : "no real-time scheduling (jackd -R was refused)"), \(sampleRate) Hz, \(periodFrames)-frame periods")
+
+        callbackDurations(tools: tools, server: server, folder: folder)
+        pipelineLatency(tools: tools, server: server, folder: folder, runs: runs)
+        launchToFirstAudio(tools: tools, server: server, runs: runs)
+        playbackCPU(tools: tools, server: server, folder: folder, runs: runs)
+    }
+
+    // MARK: Callback durations
+
+    static func callbackDurations(tools: Tools, server: BenchServer, folder: String) {
+        let seconds = callbackSeconds
+        let speech = writeSpeech(seconds: seconds + 1, to: "\(folder)/speech-long.s16")
+        let speechGraph = writeGraph(
+            "\(folder)/speech-chain.yaml", input: speech, client: "bench-speech", strategy: "buffered")
+        let durationText = String(format: "%.3f", seconds)
+        note("callback durations: \(Int(seconds)) s of a plain copy, the speech chain and the C client, all at once")
+        let plain = tools.sluice(
+            ["launch", "tone frequency=440 amplitude=0.25 duration=\(durationText) ! jack.sink client=bench-copy connect=none",
+             "--server", server.name, "--stats", "json"],
+            output: "\(folder)/plain.json")
+        let chain = tools.sluice(
+            ["run", speechGraph, "--server", server.name, "--stats", "json"], output: "\(folder)/chain.json")
+        let reference = ChildProcess.start(
+            [tools.copyClient, "--server", server.name, "--client", "bench-c-copy", "--seconds", durationText],
+            streams: .init(outputPath: "\(folder)/c.json"))
+        plain.expectExit()
+        reference.expectExit()
+        chain.signal(SIGINT)  // its file holds a little more than `seconds`; the rest is not needed
+        _ = chain.wait()
+
+        let c = CallbackStats(jsonFile: "\(folder)/c.json")
+        for (metric, file) in [("callback-plain-copy", "plain.json"), ("callback-speech-chain", "chain.json")] {
+            let sluice = CallbackStats(jsonFile: "\(folder)/\(file)")
+            Figure(
+                bench: "jack", metric: "\(metric) p99", sluice: sluice.p99, reference: c.p99, unit: "µs (lower is better)",
+                referenceName: "jack-copy-client (C, jack_ringbuffer)", runs: 1, goal: "<= 2.0",
+                extras: [
+                    ("sluice_p50", sluice.p50), ("reference_p50", c.p50),
+                    ("sluice_p99_9", sluice.p999), ("reference_p99_9", c.p999),
+                    ("sluice_max", sluice.max), ("reference_max", c.max),
+                    ("sluice_callbacks", sluice.count), ("reference_callbacks", c.count),
+                    ("sluice_xruns", sluice.xruns), ("reference_xruns", c.xruns),
+                ]
+            ).emit()
+        }
+    }
+
+    // MARK: Pipeline latency
+
+    static func pipelineLatency(tools: Tools, server: BenchServer, folder: String, runs: Int) {
+        let graph = writeGraph("\(folder)/latency.yaml", input: "-", client: "bench-latency", strategy: "stream")
+        guard let utterance = FileManager.default.contents(atPath: fixturePath) else { fail("cannot read \(fixturePath)") }
+        var latencies: [Double] = []
+        for run in 1...runs {
+            // Close-on-exec, so the child holds only its stdin end and sees end-of-file.
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { fail("pipe: \(String(cString: strerror(errno)))") }
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            let output = "\(folder)/latency-\(run).json"
+            let child = tools.sluice(["run", graph, "--server", server.name, "--stats", "json"], output: output, input: ends[0])
+            close(ends[0])
+            // The client is up long before this; the first bytes arrive into a running graph.
+            usleep(400_000)
+            utterance.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(ends[1], bytes.baseAddress! + offset, bytes.count - offset)
+                    if written <= 0 { fail("writing to sluice's stdin: \(String(cString: strerror(errno)))") }
+                    offset += written
+                }
+            }
+            close(ends[1])
+            child.expectExit()
+            guard let latency = StatsFile(output).number("pipelineLatency") else { fail("\(output) has no pipelineLatency") }
+            latencies.append(latency * 1_000)
+        }
+        note("pipeline latency runs (ms): \(latencies.map { String(format: "%.3f", $0) }.joined(separator: ", "))")
+        Figure(
+            bench: "jack", metric: "pipeline-latency", sluice: median(latencies), reference: periodMilliseconds,
+            unit: "ms (lower is better)", referenceName: "one JACK period (256 frames at 48 kHz)", runs: runs,
+            goal: String(format: "sluice <= %.3f ms (a period + 1 ms)", periodMilliseconds + 1),
+            extras: [("sluice_max", latencies.max()!), ("sluice_min", latencies.min()!)]
+        ).emit()
+    }
+
+    // MARK: Launch to first audio
+
+    static func launchToFirstAudio(tools: Tools, server: BenchServer, runs: Int) {
+        let ear = Ear(server: server.name)
+        defer { ear.close() }
+        var sluiceTimes: [Double] = []
+        var referenceTimes: [Double] = []
+        for _ in 0..<runs {
+            sluiceTimes.append(
+                ear.timeToFirstAudio(
+                    command: [tools.sluicePath, "launch", "tone frequency=440 duration=2 ! fader ! jack.sink", "--server", server.name],
+                    stop: SIGINT, environment: [:]) * 1_000)
+            referenceTimes.append(
+                ear.timeToFirstAudio(
+                    command: ["jack_simple_client"], stop: SIGTERM, environment: ["JACK_DEFAULT_SERVER": server.name]) * 1_000)
+        }
+        note("launch to first audio (ms): sluice \(formattedList(sluiceTimes)), jack_simple_client \(formattedList(referenceTimes))")
+        Figure(
+            bench: "jack", metric: "launch-to-first-audio", sluice: median(sluiceTimes), reference: median(referenceTimes),
+            unit: "ms (lower is better)", referenceName: "jack_simple_client", runs: runs, goal: "<= 1.2"
+        ).emit()
+    }
+
+    // MARK: CPU
+
+    static func playbackCPU(tools: Tools, server: BenchServer, folder: String, runs: Int) {
+        let speech = writeSpeech(seconds: speechFileSeconds, to: "\(folder)/speech-8s.s16")
+        let graph = writeGraph("\(folder)/cpu.yaml", input: speech, client: "bench-cpu", strategy: "buffered")
+        let gstreamer = [
+            "gst-launch-1.0", "-q", "filesrc", "location=\(speech)", "!",
+            "rawaudioparse", "use-sink-caps=false", "format=pcm", "pcm-format=s16le", "sample-rate=24000", "num-channels=1", "!",
+            "audioconvert", "!", "audioresample", "!",
+            "jackaudiosink", "server=\(server.name)", "client-name=bench-gst", "connect=none",
+        ]
+        var sluiceCPU: [Double] = []
+        var referenceCPU: [Double] = []
+        for _ in 0..<runs {
+            let sluice = tools.sluice(["run", graph, "--server", server.name], output: nil)
+            let reference = ChildProcess.start(gstreamer)
+            sluiceCPU.append(sluice.expectExit().cpuSeconds)
+            referenceCPU.append(reference.expectExit().cpuSeconds)
+        }
+        note("CPU seconds for \(Int(speechFileSeconds)) s of speech: sluice \(formattedList(sluiceCPU)), gst-launch-1.0 \(formattedList(referenceCPU))")
+        Figure(
+            bench: "jack", metric: "playback-cpu", sluice: median(sluiceCPU), reference: median(referenceCPU),
+            unit: "CPU seconds (lower is better)", referenceName: "gst-launch-1.0 … audioresample ! jackaudiosink",
+            runs: runs, goal: "<= 1.0"
+        ).emit()
+    }
+
+    // MARK: Inputs
+
+    /// The fixture utterance repeated to `seconds` of 24 kHz S16LE audio.
+    static func writeSpeech(seconds: Double, to path: String) -> String {
+        guard let utterance = FileManager.default.contents(atPath: fixturePath), !utterance.isEmpty else {
+            fail("cannot read \(fixturePath) (run from the repository root)")
+        }
+        let wanted = Int(seconds * 24_000) * 2
+        var bytes = Data(capacity: wanted + utterance.count)
+        while bytes.count < wanted { bytes.append(utterance) }
+        guard FileManager.default.createFile(atPath: path, contents: bytes.prefix(wanted)) else { fail("cannot write \(path)") }
+        return path
+    }
+
+    /// The speech chain as `scripts/speak` plays it, mono, from `input` (a path or `-`).
+    static func writeGraph(_ path: String, input: String, client: String, strategy: String) -> String {
+        let watermark = strategy == "stream" ? "0" : "0.5"
+        let text = """
+            nodes:
+              voice:    { type: bytes.source, path: "\(input)", format: s16le, rate: 24000, channels: 1 }
+              align:    { type: aligner }
+              resample: { type: resampler }
+              xfade:    { type: crossfader }
+              fade:     { type: fader }
+              out:      { type: jack.sink, client: \(client), connect: none }
+            links:
+              - voice -> align -> resample -> xfade -> fade -> out
+            playback: { strategy: \(strategy), watermark: \(watermark) }
+
+            """
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else { fail("cannot write \(path)") }
+        return path
+    }
+
+    static func makeTemporaryFolder() -> String {
+        var template = Array((NSTemporaryDirectory() + "/sluice-bench-jack-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { fail("mkdtemp: \(String(cString: strerror(errno)))") }
+        return String(cString: made)
+    }
+
+    static func formattedList(_ values: [Double]) -> String {
+        "[" + values.map { String(format: "%.3f", $0) }.joined(separator: ", ") + "]"
+    }
+}
+
+// MARK: - Tools
+
+/// The programs the suite runs: `sluice` and `jack-copy-client` built beside this binary
+/// (scripts/bench builds them in release mode), the others from PATH.
+struct Tools {
+    let sluicePath: String
+    let copyClient: String
+
+    static func locate() -> Tools {
+        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        let tools = Tools(sluicePath: "\(folder)/sluice", copyClient: "\(folder)/jack-copy-client")
+        for path in [tools.sluicePath, tools.copyClient] where !FileManager.default.isExecutableFile(atPath: path) {
+            fail("\(path) is missing: build it with `swift build -c release` (scripts/bench jack does)")
+        }
+        return tools
+    }
+
+    /// Starts sluice with `arguments`, its stdout (the `--stats json` line) into `output`.
+    func sluice(_ arguments: [String], output: String?, input: Int32? = nil) -> ChildProcess {
+        ChildProcess.start([sluicePath] + arguments, streams: .init(input: input, outputPath: output))
+    }
+}
+
+// MARK: - The server
+
+/// The suite's private jackd.
+final class BenchServer {
+    let name: String
+    let realtime: Bool
+    private let process: ChildProcess
+
+    private init(name: String, realtime: Bool, process: ChildProcess) {
+        self.name = name
+        self.realtime = realtime
+        self.process = process
+    }
+
+    /// Starts jackd with real-time scheduling, or without when that is refused, and waits
+    /// (up to 10 s) until a client can open on it.
+    static func start(logPath: String) -> BenchServer {
+        let name = "sluice-bench-\(getpid())"
+        for realtime in [true, false] {
+            let arguments = [
+                "jackd", realtime ? "-R" : "--no-realtime", "-n", name,
+                "-d", "dummy", "-r", "\(JackSuite.sampleRate)", "-p", "\(JackSuite.periodFrames)", "-C", "0", "-P", "0",
+            ]
+            let process = ChildProcess.start(arguments, streams: .init(outputPath: logPath, errorPath: logPath))
+            let deadline = monotonicSeconds() + 10
+            while monotonicSeconds() < deadline {
+                if process.poll() != nil { break }  // refused; try without real-time scheduling
+                if probe(name) { return BenchServer(name: name, realtime: realtime, process: process) }
+                usleep(20_000)
+            }
+            process.signal(SIGKILL)
+            _ = process.wait()
+        }
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        fail("jackd did not start; its log:\n\(log)")
+    }
+
+    private static func probe(_ name: String) -> Bool {
+        var status = jack_status_t(rawValue: 0)
+        guard let client = sluice_jack_client_open("bench-probe", JackNoStartServer, &status, name) else { return false }
+        jack_client_close(client)
+        return true
+    }
+
+    func stop() {
+        process.signal(SIGTERM)
+        _ = process.wait()
+    }
+}
+
+// MARK: - The ear
+
+/// A JACK client whose two input ports are flagged physical: on a server without system ports
+/// they are the playback ports every client's auto-connect finds (jack_simple_client's and
+/// jack.sink's alike). Its callback notes when the first non-zero sample arrives.
+final class Ear {
+    private let client: OpaquePointer
+    private let state: EarState
+
+    /// What the callback reads and writes, shared with the control thread.
+    final class EarState: @unchecked Sendable {
+        // SAFETY (@unchecked Sendable): the ports are set before activation and only read
+        // after; the rest is atomic.
+        let left: OpaquePointer
+        let right: OpaquePointer
+        /// Monotonic nanoseconds of the first sound since listening began; 0 while silent.
+        let heardAt = Atomic<UInt64>(0)
+        let listening = Atomic<Bool>(false)
+
+        init(left: OpaquePointer, right: OpaquePointer) {
+            self.left = left
+            self.right = right
+        }
+    }
+
+    init(server: String) {
+        var status = jack_status_t(rawValue: 0)
+        guard let client = sluice_jack_client_open("bench-ear", JackNoStartServer, &status, server) else {
+            fail("the ear cannot open a client on '\(server)' (status 0x\(String(status.rawValue, radix: 16)))")
+        }
+        self.client = client
+        let flags = UInt(JackPortIsInput.rawValue | JackPortIsPhysical.rawValue | JackPortIsTerminal.rawValue)
+        guard let left = jack_port_register(client, "playback_1", JACK_DEFAULT_AUDIO_TYPE, flags, 0),
+            let right = jack_port_register(client, "playback_2", JACK_DEFAULT_AUDIO_TYPE, flags, 0)
+        else { fail("the ear cannot register its ports") }
+        state = EarState(left: left, right: right)
+        jack_set_process_callback(
+            client,
+            { frames, argument in
+                // SAFETY: `argument` is the unretained EarState, which the Ear keeps alive
+                // until jack_client_close has stopped this callback.
+                Unmanaged<EarState>.fromOpaque(argument!)._withUnsafeGuaranteedRef { state in
+                    guard state.listening.load(ordering: .acquiring), state.heardAt.load(ordering: .relaxed) == 0 else {
+                        return
+                    }
+                    func hasSound(_ port: OpaquePointer) -> Bool {
+                        // SAFETY: JACK hands `frames` samples for a registered audio port.
+                        let buffer = jack_port_get_buffer(port, frames)!.assumingMemoryBound(to: Float.self)
+                        for index in 0..<Int(frames) where buffer[index] != 0 { return true }
+                        return false
+                    }
+                    if hasSound(state.left) || hasSound(state.right) {
+                        state.heardAt.store(monotonicNanoseconds(), ordering: .releasing)
+                    }
+                }
+                return 0
+            }, Unmanaged.passUnretained(state).toOpaque())
+        guard jack_activate(client) == 0 else { fail("the ear cannot activate") }
+    }
+
+    /// Seconds from spawning `command` to its first sound at the ear; then stops it with
+    /// `stop` and waits for it to end.
+    func timeToFirstAudio(command: [String], stop: Int32, environment: [String: String]) -> Double {
+        state.heardAt.store(0, ordering: .relaxed)
+        state.listening.store(true, ordering: .releasing)
+        defer { state.listening.store(false, ordering: .releasing) }
+        let launched = monotonicNanoseconds()
+        let child = ChildProcess.start(command, environment: environment)
+        let deadline = monotonicSeconds() + 10
+        var heard: UInt64 = 0
+        while heard == 0 {
+            heard = state.heardAt.load(ordering: .acquiring)
+            if heard == 0 {
+                if child.poll() != nil { fail("\(child.command) ended before the ear heard it") }
+                if monotonicSeconds() > deadline { fail("the ear heard nothing from \(child.command) within 10 s") }
+                usleep(500)
+            }
+        }
+        child.signal(stop)
+        _ = child.wait()
+        return Double(heard - launched) * 1e-9
+    }
+
+    func close() {
+        jack_client_close(client)
+    }
+}
+
+// MARK: - Reading `--stats json`
+
+/// A `--stats json` line (or the C client's), read back.
+struct StatsFile {
+    let object: [String: Any]
+
+    init(_ path: String) {
+        guard let data = FileManager.default.contents(atPath: path),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { fail("\(path) holds no JSON object") }
+        self.object = object
+    }
+
+    func number(_ key: String) -> Double? { (object[key] as? NSNumber)?.doubleValue }
+}
+
+struct CallbackStats {
+    var p50: Double, p99: Double, p999: Double, max: Double, count: Double, xruns: Double
+
+    init(jsonFile path: String) {
+        let stats = StatsFile(path)
+        guard let durations = stats.object["callbackMicroseconds"] as? [String: Any] else {
+            fail("\(path) has no callbackMicroseconds")
+        }
+        func value(_ key: String) -> Double {
+            guard let number = (durations[key] as? NSNumber)?.doubleValue else { fail("\(path): no callbackMicroseconds.\(key)") }
+            return number
+        }
+        p50 = value("p50")
+        p99 = value("p99")
+        p999 = value("p99.9")
+        max = value("max")
+        count = value("count")
+        xruns = stats.number("xruns") ?? 0
+    }
+}
