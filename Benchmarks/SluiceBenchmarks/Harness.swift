@@ -96,6 +96,29 @@ func comparePasses(
         })
 }
 
+// MARK: - Inputs
+
+/// "Hello from Sluice." (espeak-ng, S16LE, 24 kHz, mono, 1.27 s), relative to the repository root.
+let speechFixturePath = "graphs/audio/hello-24k.s16"
+
+/// The fixture utterance repeated and cut to exactly `frames` frames: same bytes every run.
+func speechFixture(frames: Int) -> Data {
+    guard let utterance = FileManager.default.contents(atPath: speechFixturePath), utterance.count >= 2 else {
+        fail("cannot read \(speechFixturePath) (run from the repository root)")
+    }
+    let wanted = frames * 2
+    var bytes = Data(capacity: wanted + utterance.count)
+    while bytes.count < wanted { bytes.append(utterance) }
+    return bytes.prefix(wanted)
+}
+
+/// A fresh folder under $TMPDIR for one suite's files (`sluice-bench-SUITE-XXXXXX`).
+func makeBenchFolder(_ suite: String) -> String {
+    var template = Array((NSTemporaryDirectory() + "/sluice-bench-\(suite)-XXXXXX").utf8CString)
+    guard let made = mkdtemp(&template) else { fail("mkdtemp: \(String(cString: strerror(errno)))") }
+    return String(cString: made)
+}
+
 // MARK: - Output
 
 /// Progress and notes: stderr only, so stdout stays pure JSON lines.

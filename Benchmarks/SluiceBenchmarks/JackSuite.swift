@@ -33,11 +33,10 @@ enum JackSuite {
         return variable.flatMap(Double.init) ?? 60
     }()
     static let speechFileSeconds = 8.0
-    static let fixturePath = "graphs/audio/hello-24k.s16"
 
     static func run(runs: Int) {
         let tools = Tools.locate()
-        let folder = makeTemporaryFolder()
+        let folder = makeBenchFolder("jack")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let server = BenchServer.start(logPath: "\(folder)/jackd.log")
         defer { server.stop() }
@@ -93,7 +92,9 @@ enum JackSuite {
 
     static func pipelineLatency(tools: Tools, server: BenchServer, folder: String, runs: Int) {
         let graph = writeGraph("\(folder)/latency.yaml", input: "-", client: "bench-latency", strategy: "stream")
-        guard let utterance = FileManager.default.contents(atPath: fixturePath) else { fail("cannot read \(fixturePath)") }
+        guard let utterance = FileManager.default.contents(atPath: speechFixturePath) else {
+            fail("cannot read \(speechFixturePath) (run from the repository root)")
+        }
         var latencies: [Double] = []
         for run in 1...runs {
             // Close-on-exec, so the child holds only its stdin end and sees end-of-file.
@@ -179,15 +180,11 @@ enum JackSuite {
 
     // MARK: Inputs
 
-    /// The fixture utterance repeated to `seconds` of 24 kHz S16LE audio.
+    /// The fixture utterance repeated to `seconds` of 24 kHz S16LE audio, written to `path`.
     static func writeSpeech(seconds: Double, to path: String) -> String {
-        guard let utterance = FileManager.default.contents(atPath: fixturePath), !utterance.isEmpty else {
-            fail("cannot read \(fixturePath) (run from the repository root)")
+        guard FileManager.default.createFile(atPath: path, contents: speechFixture(frames: Int(seconds * 24_000))) else {
+            fail("cannot write \(path)")
         }
-        let wanted = Int(seconds * 24_000) * 2
-        var bytes = Data(capacity: wanted + utterance.count)
-        while bytes.count < wanted { bytes.append(utterance) }
-        guard FileManager.default.createFile(atPath: path, contents: bytes.prefix(wanted)) else { fail("cannot write \(path)") }
         return path
     }
 
@@ -209,12 +206,6 @@ enum JackSuite {
             """
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else { fail("cannot write \(path)") }
         return path
-    }
-
-    static func makeTemporaryFolder() -> String {
-        var template = Array((NSTemporaryDirectory() + "/sluice-bench-jack-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { fail("mkdtemp: \(String(cString: strerror(errno)))") }
-        return String(cString: made)
     }
 
     static func formattedList(_ values: [Double]) -> String {

@@ -16,7 +16,6 @@ import SluiceNodes
 /// alike, and every figure compares against the same Sluice runs.
 enum RenderSuite {
     static let graphPath = "graphs/speech-render.yaml"
-    static let fixturePath = "graphs/audio/hello-24k.s16"
     static let inputRate = 24_000
     static let outputRate = 48_000
     static let audioSeconds = 60
@@ -38,13 +37,13 @@ enum RenderSuite {
     }
 
     static func run(runs: Int) {
-        let input = makeInput()
+        let input = speechFixture(frames: inputFrames)
         // A failed check stops the program at once and leaves the folder for inspection.
-        let folder = makeTemporaryFolder()
+        let folder = makeBenchFolder("render")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let inputPath = folder + "/speech-24k.s16"
         guard FileManager.default.createFile(atPath: inputPath, contents: input) else { fail("cannot write \(inputPath)") }
-        note("input: \(fixturePath) repeated to \(audioSeconds) s (\(inputFrames) frames, S16LE 24 kHz mono) in \(inputPath)")
+        note("input: \(speechFixturePath) repeated to \(audioSeconds) s (\(inputFrames) frames, S16LE 24 kHz mono) in \(inputPath)")
 
         let description = sluiceDescription(input: inputPath, output: folder + "/sluice.wav")
         let registry = BuiltinNodes.registry()
@@ -297,23 +296,6 @@ enum RenderSuite {
     }
 
     // MARK: Input and checks
-
-    /// The fixture utterance repeated and cut to exactly `audioSeconds`: same bytes every run.
-    static func makeInput() -> Data {
-        guard let utterance = FileManager.default.contents(atPath: fixturePath), utterance.count >= 2 else {
-            fail("cannot read \(fixturePath) (run from the repository root)")
-        }
-        let wanted = inputFrames * 2
-        var bytes = Data(capacity: wanted + utterance.count)
-        while bytes.count < wanted { bytes.append(utterance) }
-        return bytes.prefix(wanted)
-    }
-
-    static func makeTemporaryFolder() -> String {
-        var template = Array((NSTemporaryDirectory() + "/sluice-bench-render-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { fail("mkdtemp: \(String(cString: strerror(errno)))") }
-        return String(cString: made)
-    }
 
     /// Reads an output back and stops the suite unless it is a mono 48 kHz float WAV of
     /// 60 s ± `frameTolerance` frames with sound in it.

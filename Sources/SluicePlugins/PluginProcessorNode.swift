@@ -34,8 +34,7 @@ public final class PluginProcessorNode: ProcessorNode {
     private var inputPointers: UnsafeMutablePointer<UnsafePointer<Float>?>?
     private var outputPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>?
     private var silence: UnsafeMutablePointer<Float>?
-    private var ended: UnsafeMutablePointer<Bool>?
-    private var endedCount = 0
+    private var inputs: LockstepInputs?
     /// Output frames since the stream began.
     private var framesProduced = 0
     private var failures = 0
@@ -104,23 +103,16 @@ public final class PluginProcessorNode: ProcessorNode {
             position: 0, frames: 0, channels: UInt32(channels), input_count: UInt32(inputCount),
             output_count: UInt32(outputCount), inputs: UnsafePointer(inputPointers), outputs: UnsafePointer(outputPointers)))
         self.call = call
-        let ended = UnsafeMutablePointer<Bool>.allocate(capacity: inputCount)
-        ended.initialize(repeating: false, count: inputCount)
-        self.ended = ended
-        endedCount = 0
+        inputs = LockstepInputs(count: inputCount)
         framesProduced = 0
     }
 
     public func process(_ io: inout ProcessIO) {
-        guard let call, let inputPointers, let outputPointers, let silence, let ended else { return }
-        var frames = Int.max
-        for port in 0..<outputCount { frames = min(frames, io.room(output: port)) }
-        var streaming = 0
-        for port in 0..<inputCount where !ended[port] {
-            frames = min(frames, io.available(input: port))
-            streaming += 1
-        }
-        guard streaming > 0, frames > 0 else { return }
+        guard let call, let inputPointers, let outputPointers, let silence, let inputs else { return }
+        var room = Int.max
+        for port in 0..<outputCount { room = min(room, io.room(output: port)) }
+        let frames = inputs.availableFrames(io, limit: room)
+        guard frames > 0 else { return }
         let process = vtable.pointee.process!
         var done = 0
         while done < frames {
@@ -128,7 +120,7 @@ public final class PluginProcessorNode: ProcessorNode {
             for port in 0..<inputCount {
                 // SAFETY: a streaming input has `frames` frames waiting, so `done + chunk`
                 // frames from its view's start are readable; silence holds `maximumFrames`.
-                inputPointers[port] = ended[port]
+                inputPointers[port] = inputs.hasEnded(port)
                     ? UnsafePointer(silence)
                     : io.frames(input: port).baseAddress! + done * channels
             }
@@ -146,27 +138,20 @@ public final class PluginProcessorNode: ProcessorNode {
             }
             done += chunk
         }
-        for port in 0..<inputCount where !ended[port] { io.consume(frames, input: port) }
+        inputs.consume(frames, &io)
         for port in 0..<outputCount { io.produce(frames, output: port) }
         framesProduced += frames
     }
 
     public func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO) {
-        guard let ended, port < inputCount else { return }
-        if case .endOfStream = marker.event {
-            guard !ended[port] else { return }
-            ended[port] = true
-            endedCount += 1
-            guard endedCount == inputCount else { return }
-        }
+        guard let inputs, inputs.passes(marker, on: port) else { return }
         for output in 0..<outputCount { io.emit(marker.moved(to: framesProduced), on: output) }
     }
 
     public func reset() {
         guard active else { return }
         vtable.pointee.reset!(instance)
-        ended?.update(repeating: false, count: inputCount)
-        endedCount = 0
+        inputs?.reset()
         framesProduced = 0
     }
 
@@ -183,8 +168,7 @@ public final class PluginProcessorNode: ProcessorNode {
         outputPointers = nil
         silence?.deallocate()
         silence = nil
-        ended?.deallocate()
-        ended = nil
+        inputs = nil
     }
 
     public func report(into report: inout NodeReport) {

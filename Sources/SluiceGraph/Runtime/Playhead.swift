@@ -166,9 +166,12 @@ public final class Playhead: @unchecked Sendable {
                 current = .playing
                 stateValue.store(current.rawValue, ordering: .releasing)
                 post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart, streamFrame: position)
-                // clock_gettime(CLOCK_MONOTONIC) is a vDSO read: no system call, no lock.
-                if !hasStarted { firstAudioWallBits.store(monotonicSeconds().bitPattern, ordering: .relaxed) }
-                if hasStarted { fadeInRemaining = fadeFrames }
+                if hasStarted {
+                    fadeInRemaining = fadeFrames
+                } else {
+                    // clock_gettime(CLOCK_MONOTONIC) is a vDSO read: no system call, no lock.
+                    firstAudioWallBits.store(monotonicSeconds().bitPattern, ordering: .relaxed)
+                }
                 hasStarted = true
             } else {
                 silence(output, frames: frames)

@@ -61,8 +61,7 @@ public final class MixerNode: ProcessorNode {
     /// Per input: the pointer `Mixer.mix` reads, allocated in `prepare`.
     private var sources: UnsafeMutablePointer<UnsafePointer<Float>>?
     /// Per input: whether its end of stream has arrived.
-    private var ended: UnsafeMutablePointer<Bool>?
-    private var endedCount = 0
+    private var inputs: LockstepInputs?
     /// Zeros standing in for ended inputs, `silenceFrames` long; longer mixes go in chunks.
     private var silence: UnsafeMutablePointer<Float>?
     private var silenceFrames = 0
@@ -107,29 +106,21 @@ public final class MixerNode: ProcessorNode {
         let sources = UnsafeMutablePointer<UnsafePointer<Float>>.allocate(capacity: inputCount)
         sources.initialize(repeating: UnsafePointer(silence), count: inputCount)
         self.sources = sources
-        let ended = UnsafeMutablePointer<Bool>.allocate(capacity: inputCount)
-        ended.initialize(repeating: false, count: inputCount)
-        self.ended = ended
-        endedCount = 0
+        inputs = LockstepInputs(count: inputCount)
         framesProduced = 0
     }
 
     public func process(_ io: inout ProcessIO) {
-        guard let mixer, let sources, let ended, let silence else { return }
-        var frames = io.room(output: 0)
-        var streaming = 0
-        for port in 0..<inputCount where !ended[port] {
-            frames = min(frames, io.available(input: port))
-            streaming += 1
-        }
-        guard streaming > 0, frames > 0, let output = io.frames(output: 0).baseAddress else { return }
+        guard let mixer, let sources, let inputs, let silence else { return }
+        let frames = inputs.availableFrames(io, limit: io.room(output: 0))
+        guard frames > 0, let output = io.frames(output: 0).baseAddress else { return }
         var mixed = 0
         while mixed < frames {
             let chunk = min(frames - mixed, silenceFrames)
             for port in 0..<inputCount {
                 // SAFETY: a streaming input has `frames` frames waiting, so `mixed + chunk`
                 // frames from its view's start are readable; silence holds `silenceFrames`.
-                sources[port] = ended[port]
+                sources[port] = inputs.hasEnded(port)
                     ? UnsafePointer(silence)
                     : io.frames(input: port).baseAddress! + mixed * channels
             }
@@ -140,25 +131,18 @@ public final class MixerNode: ProcessorNode {
                 into: output + mixed * channels)
             mixed += chunk
         }
-        for port in 0..<inputCount where !ended[port] { io.consume(frames, input: port) }
+        inputs.consume(frames, &io)
         io.produce(frames, output: 0)
         framesProduced += frames
     }
 
     public func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO) {
-        guard let ended, port < inputCount else { return }
-        if case .endOfStream = marker.event {
-            guard !ended[port] else { return }
-            ended[port] = true
-            endedCount += 1
-            guard endedCount == inputCount else { return }
-        }
+        guard let inputs, inputs.passes(marker, on: port) else { return }
         io.emit(marker.moved(to: framesProduced), on: 0)
     }
 
     public func reset() {
-        ended?.update(repeating: false, count: inputCount)
-        endedCount = 0
+        inputs?.reset()
         framesProduced = 0
     }
 
@@ -172,8 +156,7 @@ public final class MixerNode: ProcessorNode {
         silence = nil
         sources?.deallocate()
         sources = nil
-        ended?.deallocate()
-        ended = nil
+        inputs = nil
     }
 }
 
