@@ -109,7 +109,8 @@ public final class JackTestServer: Sendable {
     /// your own with `start(name:)` instead.
     public static func shared() throws -> JackTestServer {
         try sharedState.withLock { state throws(JackTestError) -> JackTestServer in
-            if let server = state.server, server.isRunning { return server }
+            // An adopted server is not ours to replace, so it is not probed again on every call.
+            if let server = state.server, server.isExternal || server.isRunning { return server }
             if let external = getenv(externalServerVariable).map({ String(cString: $0) }), !external.isEmpty {
                 let server = try adopt(name: external)
                 state.server = server
