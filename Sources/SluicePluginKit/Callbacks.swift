@@ -1,4 +1,5 @@
 import SluicePluginABI
+import Synchronization
 
 // The C functions behind the entry, the factory and the vtables. Plain functions with their
 // state passed through the instance pointer (never closures, which could inherit an actor's
@@ -183,7 +184,7 @@ final class ProviderBox: Sendable {
         vtable.initialize(to: sluice_provider_vtable_t(
             get_format: providerGetFormat, begin_utterance: providerBeginUtterance, push_text: providerPushText,
             end_utterance: providerEndUtterance, end_text: providerEndText, read: providerRead,
-            cancel: providerCancel, destroy: providerDestroy))
+            cancel: providerCancel, destroy: providerDestroy, get_counters: providerGetCounters))
         return vtable
     }()
 
@@ -278,4 +279,36 @@ func providerDestroy(_ instance: UnsafeMutableRawPointer?) {
     // SAFETY: balances the `passRetained` of `factoryCreateProvider`; the host calls nothing
     // on the instance afterwards.
     Unmanaged<ProviderBox>.fromOpaque(instance!).release()
+}
+
+func providerGetCounters(
+    _ instance: UnsafeMutableRawPointer?, _ counters: UnsafeMutablePointer<sluice_counter_t>?, _ capacity: UInt32
+) -> UInt32 {
+    ProviderBox.with(instance) { box in
+        let values = box.provider.counters
+        for (index, counter) in values.prefix(Int(capacity)).enumerated() {
+            // SAFETY: the host's array holds `capacity` counters; `index` < `capacity`.
+            counters?[index] = sluice_counter_t(name: CounterNames.shared.cString(counter.name), value: counter.value)
+        }
+        return UInt32(values.count)
+    }
+}
+
+/// The C names of counters: the ABI wants them valid until `deinit`, so each distinct name is
+/// copied once and kept for the life of the process (a provider has a handful).
+final class CounterNames: Sendable {
+    static let shared = CounterNames()
+    // SAFETY: a stored C string is never written or freed, so handing it out is safe.
+    private let names = Mutex<[String: UnsafePointer<CChar>]>([:])
+
+    func cString(_ name: String) -> UnsafePointer<CChar> {
+        names.withLock { names in
+            if let stored = names[name] { return stored }
+            let utf8 = Array(name.utf8CString)
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count)
+            copy.initialize(from: utf8, count: utf8.count)
+            names[name] = UnsafePointer(copy)
+            return UnsafePointer(copy)
+        }
+    }
 }

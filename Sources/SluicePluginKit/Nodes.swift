@@ -64,6 +64,24 @@ public protocol Provider: AnyObject, Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult
     /// [any-thread] Stop soon: later reads return `.end`.
     func cancel()
+    /// [any-thread] Counters for `--stats json` ("peak-buffered-bytes", "retries"); names
+    /// follow the parameter-name rules. None by default.
+    var counters: [Counter] { get }
+}
+
+extension Provider {
+    public var counters: [Counter] { [] }
+}
+
+/// A named count a provider keeps about its own work.
+public struct Counter: Sendable, Hashable {
+    public var name: String
+    public var value: Int64
+
+    public init(_ name: String, _ value: Int64) {
+        self.name = name
+        self.value = value
+    }
 }
 
 /// What `Provider.read` returned.

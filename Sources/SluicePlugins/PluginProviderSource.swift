@@ -193,4 +193,32 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
         cancelled.store(true, ordering: .releasing)
         vtable.pointee.cancel!(instance)
     }
+
+    // MARK: Counters
+
+    /// [any] The plugin's counters (`get_counters`), by name; empty when it keeps none.
+    public func counters() -> [String: Int] {
+        guard let getCounters = vtable.pointee.get_counters else { return [:] }
+        var capacity: UInt32 = 16
+        while true {
+            var buffer = [sluice_counter_t](repeating: sluice_counter_t(), count: Int(capacity))
+            // SAFETY: `buffer` holds `capacity` counters for the call; names are the plugin's
+            // static strings (common.h), read before returning.
+            let total = getCounters(instance, &buffer, capacity)
+            guard total <= capacity else {
+                capacity = total
+                continue
+            }
+            var counters: [String: Int] = [:]
+            for counter in buffer.prefix(Int(total)) {
+                guard let name = counter.name else { continue }
+                counters[String(cString: name)] = Int(counter.value)
+            }
+            return counters
+        }
+    }
+
+    public func report(into report: inout NodeReport) {
+        for (name, value) in counters() { report.counters[name, default: 0] += value }
+    }
 }

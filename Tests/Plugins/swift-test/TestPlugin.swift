@@ -149,4 +149,8 @@ final class TestPCM: Provider {
     func cancel() {
         cancelled.store(true, ordering: .releasing)
     }
+
+    var counters: [Counter] {
+        [Counter("bytes-read", Int64(state.withLock { $0.total }))]
+    }
 }

@@ -69,6 +69,14 @@ typedef struct sluice_error {
     char message[448];
 } sluice_error_t;
 
+/* A named count a node keeps about its own work (bytes buffered at most, retries, pauses),
+ * printed as "node.name" by `sluice run --stats json`. `name` follows the parameter-name
+ * rules (descriptor.h) and is owned by the plugin: static, valid until `deinit`. */
+typedef struct sluice_counter {
+    const char *name;
+    int64_t value;
+} sluice_counter_t;
+
 /* What a port carries. */
 typedef uint32_t sluice_medium_t;
 enum {

@@ -75,6 +75,12 @@ typedef struct sluice_provider_vtable {
 
     /* [control-thread] Frees the instance. No call is running or comes after it. */
     void (*destroy)(void *instance);
+
+    /* [any-thread] Optional (may be NULL): the provider's counters, such as
+     * "peak-buffered-bytes". Writes at most `capacity` of them to `counters` (the host's
+     * array) and returns how many the provider has; the host calls again with a larger array
+     * when that is more than `capacity`. Must not block for long. */
+    uint32_t (*get_counters)(void *instance, sluice_counter_t *counters, uint32_t capacity);
 } sluice_provider_vtable_t;
 
 /* An instance: `create_provider` (factory.h) fills one in. `instance` and `vtable` are owned
