@@ -39,6 +39,16 @@ func realtimeSanitizerRuntime() -> String? {
 
 let rtsanRuntime = realtimeSanitizerRuntime()
 
+/// A plugin written in Swift with SluicePluginKit. Each plugin links its own copy of the kit:
+/// `-Bsymbolic` binds the copy's references to itself, so two Swift plugins loaded into one
+/// process never share (and clobber) each other's kit state.
+func swiftPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = []) -> Target {
+    .target(
+        name: name, dependencies: ["SluicePluginKit", "SluicePluginABI"] + dependencies, path: path,
+        linkerSettings: [.unsafeFlags(["-Xlinker", "-Bsymbolic"])]
+    )
+}
+
 let package = Package(
     name: "Sluice",
     products: [
@@ -55,6 +65,9 @@ let package = Package(
         .library(name: "SluicePluginKit", targets: ["SluicePluginKit"]),
         // Plugins shipped with Sluice: `libsluice-<name>.so`, found beside the tool.
         .library(name: "sluice-ducker", type: .dynamic, targets: ["SluiceDucker"]),
+        .library(name: "sluice-elevenlabs", type: .dynamic, targets: ["SluiceElevenLabs"]),
+        .library(name: "sluice-openai", type: .dynamic, targets: ["SluiceOpenAI"]),
+        .library(name: "sluice-http-pcm", type: .dynamic, targets: ["SluiceHTTPPCM"]),
         // Test-only plugins, loaded by path in Tests/SluicePluginsTests (not named
         // `libsluice-*`, so `sluice` never discovers them).
         .library(name: "test-plugin-wrong-abi", type: .dynamic, targets: ["TestPluginWrongABI"]),
@@ -91,6 +104,12 @@ let package = Package(
         .target(name: "SluicePluginABI"),
         .target(name: "SluicePlugins", dependencies: ["SluicePluginABI", "SluiceGraph", "SluiceAudio"]),
         .target(name: "SluicePluginKit", dependencies: ["SluicePluginABI"]),
+        // The engine the HTTP providers share: a request per utterance through libcurl, a
+        // bounded buffer with pause/resume backpressure, retries, typed errors.
+        .target(name: "SluiceHTTPProvider", dependencies: ["SluicePluginKit", "CCurl"]),
+        swiftPlugin("SluiceElevenLabs", path: "Plugins/elevenlabs", dependencies: ["SluiceHTTPProvider"]),
+        swiftPlugin("SluiceOpenAI", path: "Plugins/openai", dependencies: ["SluiceHTTPProvider"]),
+        swiftPlugin("SluiceHTTPPCM", path: "Plugins/http-pcm", dependencies: ["SluiceHTTPProvider"]),
         .target(
             name: "SluiceDucker", dependencies: ["SluicePluginABI"], path: "Plugins/ducker",
             publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("m")]
@@ -135,12 +154,13 @@ let package = Package(
             dependencies: ["CAllocationCounter"],
             path: "Tests/Support/SluiceTestSupport"
         ),
+        .target(name: "HTTPTestSupport", path: "Tests/Support/HTTPTestSupport"),
         .target(
             name: "TestPluginWrongABI", dependencies: ["SluicePluginABI"], path: "Tests/Plugins/wrong-abi",
             publicHeadersPath: "."
         ),
         .target(name: "TestPluginNoEntry", path: "Tests/Plugins/no-entry", publicHeadersPath: "."),
-        .target(name: "TestPluginSwift", dependencies: ["SluicePluginKit"], path: "Tests/Plugins/swift-test"),
+        swiftPlugin("TestPluginSwift", path: "Tests/Plugins/swift-test"),
 
         // MARK: Tests (mirror Sources)
         .testTarget(name: "SluiceRTTests", dependencies: ["SluiceRT", "SluiceTestSupport"]),
@@ -168,6 +188,13 @@ let package = Package(
         .testTarget(
             name: "SluiceCLITests",
             dependencies: ["CSndFile", "SluiceTestSupport"]
+        ),
+        .testTarget(
+            name: "SluiceHTTPProviderTests",
+            dependencies: [
+                "SluiceHTTPProvider", "SluicePlugins", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio",
+                "SluiceTestSupport", "HTTPTestSupport",
+            ]
         ),
         .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),
         .testTarget(

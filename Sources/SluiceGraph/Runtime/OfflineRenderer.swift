@@ -1,9 +1,12 @@
+import Glibc
 import Synchronization
 
 /// Runs a graph on a virtual clock, as fast as the machine allows: each tick, the sources
 /// produce what they may by that time, the worker moves everything it can, and each sink's
 /// playhead renders one block — exactly what a device would have played, watermark, pacing
-/// and underruns included. The output is bit-identical from run to run.
+/// and underruns included. The output is bit-identical from run to run: a source with
+/// nothing yet (a provider waiting for its network) stops the virtual clock while a sink needs
+/// its audio, so network timing never shows in a render.
 ///
 /// It stands in for any sink: with `output` set, each sink's audio goes there (a file for
 /// `sluice render`) instead of to the sink, so a graph written for JACK renders unchanged.
@@ -86,7 +89,27 @@ public final class OfflineRenderer: @unchecked Sendable {
                 for sink in sinks { sink.playhead.cancel() }
             }
             var anyWaiting = false
-            if moveEverything(at: time, anyWaiting: &anyWaiting) { lastMovement = time }
+            var anyIdle = false
+            if moveEverything(at: time, anyWaiting: &anyWaiting, anyIdle: &anyIdle) { lastMovement = time }
+            // A source with nothing yet (idle, not waiting for a graph time) waits on the world
+            // outside the graph: a network, text still arriving. Graph time stands still for it
+            // while a sink would otherwise starve, so what renders never depends on how fast
+            // that world was (and a provider's network pauses are not underruns).
+            var idleSince: Double?
+            while anyIdle && !cancelRequested.load(ordering: .acquiring) && anySinkStarving(sinks, block: block, primaryRate: primary.playhead.sampleRate) {
+                let now = monotonicSeconds()
+                if let since = idleSince, now - since > Self.stallSeconds {
+                    let states = runtime.sources.map { "\($0.name): \($0.isFinished ? "finished" : "no data")" }
+                    throw RenderError.stalled(graphSeconds: time, detail: states.joined(separator: ", ") + ", for \(format(Self.stallSeconds)) s of wall time")
+                }
+                if idleSince == nil { idleSince = now }
+                usleep(500)
+                anyIdle = false
+                if moveEverything(at: time, anyWaiting: &anyWaiting, anyIdle: &anyIdle) {
+                    lastMovement = time
+                    idleSince = nil
+                }
+            }
             statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
             runtime.updateAutoWatermarks(at: time)
             // Periods to render before the sources and the worker run again. One, unless every
@@ -147,7 +170,7 @@ public final class OfflineRenderer: @unchecked Sendable {
     }
 
     /// Sources produce and the worker moves audio until neither can do more at `time`.
-    private func moveEverything(at time: Double, anyWaiting: inout Bool) -> Bool {
+    private func moveEverything(at time: Double, anyWaiting: inout Bool, anyIdle: inout Bool) -> Bool {
         var movedAtAll = false
         var moved = true
         while moved {
@@ -161,7 +184,10 @@ public final class OfflineRenderer: @unchecked Sendable {
                         moved = true
                     case .idle:
                         idle += 1
-                        if idle == 64 { break loop }
+                        if idle == 64 {
+                            anyIdle = true
+                            break loop
+                        }
                     case .waiting:
                         anyWaiting = true
                         break loop
@@ -191,6 +217,24 @@ public final class OfflineRenderer: @unchecked Sendable {
             periods = min(periods, available / period)
         }
         return max(1, periods)
+    }
+
+    /// Whether a sink could not render its next period from what it holds: buffering below
+    /// its watermark, or playing with less than a period.
+    private func anySinkStarving(_ sinks: [GraphRuntime.SinkSlot], block: Int, primaryRate: Int) -> Bool {
+        for index in sinks.indices {
+            let playhead = sinks[index].playhead
+            switch playhead.state {
+            case .finished: continue
+            case .buffering:
+                let available = sinks[index].writer.writtenUnits.load(ordering: .acquiring) - playhead.playedFrames
+                if available < min(max(playhead.watermarkFrames, 1), playhead.capacityFrames) { return true }
+            case .playing:
+                let available = sinks[index].writer.writtenUnits.load(ordering: .acquiring) - playhead.playedFrames
+                if available < block * playhead.sampleRate / primaryRate + 1 { return true }
+            }
+        }
+        return false
     }
 
     /// A loop, not `allSatisfy`: this runs every tick and must not allocate, even unoptimized.

@@ -28,6 +28,8 @@ public struct RunReport: Sendable, Hashable, Codable {
     public var cancelled = false
     /// Source failures, as "node: message".
     public var failures: [String] = []
+    /// Source failures' stable codes ("invalid-key", "connection-lost"), by node name.
+    public var failureCodes: [String: String] = [:]
     /// Node counters, as "node.counter".
     public var counters: [String: Int] = [:]
 

@@ -48,6 +48,9 @@ struct RunStatistics {
         report.droppedPartialFrames = runtime.droppedPartialFrames
         report.counters = runtime.counters
         report.failures = runtime.sources.compactMap { source in source.failure.map { "\(source.name): \($0.message)" } }
+        for source in runtime.sources {
+            if let failure = source.failure { report.failureCodes[source.name] = failure.code }
+        }
         report.graphSeconds = graphSeconds
         report.wallSeconds = wallSeconds
         return report

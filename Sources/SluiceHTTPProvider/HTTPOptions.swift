@@ -1,0 +1,58 @@
+import SluicePluginKit
+
+/// The parameters every HTTP provider shares: how much audio it holds, how long it waits,
+/// how often it retries.
+public struct HTTPOptions: Sendable, Hashable {
+    /// Seconds of audio held ahead of the graph at most (the transfer pauses beyond).
+    public var bufferSeconds: Double
+    public var connectTimeout: Double
+    /// Seconds without data (while not paused by backpressure) before a transfer is abandoned.
+    public var stallTimeout: Double
+    /// Retries of a request the server asks to retry (busy, too many concurrent requests).
+    public var retries: Int
+    /// The first retry's delay; each further retry doubles it.
+    public var retryDelay: Double
+
+    /// The shared parameters, to append to a provider's own.
+    public static let parameters: [Parameter] = [
+        Parameter("buffer", .number(0.1...600), default: .number(2), unit: "s",
+                  summary: "Most audio held ahead of the graph; the transfer pauses beyond it (bounded memory)."),
+        Parameter("connect-timeout", .number(0.1...120), default: .number(10), unit: "s",
+                  summary: "Longest wait for the server to accept the connection."),
+        Parameter("stall-timeout", .number(0.1...600), default: .number(10), unit: "s",
+                  summary: "Longest wait for data while the transfer is not paused; then the error 'stalled'."),
+        Parameter("retries", .integer(0...10), default: .integer(3),
+                  summary: "Retries of a request the server asks to retry (busy, too many concurrent requests)."),
+        Parameter("retry-delay", .number(0...60), default: .number(0.5), unit: "s",
+                  summary: "Delay before the first retry; each further retry doubles it."),
+    ]
+
+    public init(_ parameters: Parameters) {
+        bufferSeconds = parameters.double("buffer") ?? 2
+        connectTimeout = parameters.double("connect-timeout") ?? 10
+        stallTimeout = parameters.double("stall-timeout") ?? 10
+        retries = parameters.integer("retries") ?? 3
+        retryDelay = parameters.double("retry-delay") ?? 0.5
+    }
+
+    /// The buffer's size in bytes for `format`: whole frames, and at least 64 KiB so a
+    /// network chunk (libcurl hands over at most 16 KiB at once) always fits in an empty buffer.
+    public func bufferBytes(for format: PCMFormat) -> Int {
+        let frameBytes = format.frameBytes
+        let wanted = Int(bufferSeconds * Double(format.sampleRate)) * frameBytes
+        let minimum = ((64 << 10) + frameBytes - 1) / frameBytes * frameBytes
+        return max(wanted, minimum)
+    }
+}
+
+extension PCMFormat {
+    var frameBytes: Int {
+        let sample =
+            switch sampleFormat {
+            case .s16le: 2
+            case .s24le: 3
+            case .s32le, .f32le: 4
+            }
+        return sample * channels
+    }
+}

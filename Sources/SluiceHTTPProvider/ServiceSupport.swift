@@ -1,0 +1,59 @@
+import Foundation
+import SluicePluginKit
+
+/// Small pieces the HTTP services share: JSON bodies, keys from the environment, base URLs.
+public enum ServiceSupport {
+    /// `object` as compact JSON with sorted keys (stable bodies, easy to check in tests).
+    public static func json(_ object: [String: Any]) -> [UInt8] {
+        // Only plain strings, numbers, booleans and nested dictionaries are passed in.
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return [UInt8](data)
+    }
+
+    /// The JSON object a response body holds, or nil.
+    public static func jsonObject(_ body: [UInt8]) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+    }
+
+    /// A JSON number as an integer, nil for anything else.
+    public static func integer(_ value: Any?) -> Int? {
+        (value as? NSNumber).map { $0.intValue }
+    }
+
+    /// The value of environment variable `name`, nil when unset or empty.
+    public static func environment(_ name: String) -> String? {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// `base` without trailing slashes, checked to be an http(s) URL.
+    public static func baseURL(_ base: String, parameter: String = "base-url") throws(PluginError) -> String {
+        var trimmed = base
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard trimmed.hasPrefix("http://") || trimmed.hasPrefix("https://") else {
+            throw PluginError(code: "bad-parameter", message: "\(parameter) must start with http:// or https:// (got '\(HTTPRequest.display(base))')")
+        }
+        return trimmed
+    }
+
+    /// `text` percent-encoded for a URL path segment or query value.
+    public static func urlEncoded(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    /// The typed errors HTTP speech services share, named the same in every provider.
+    public static func invalidKey(_ service: String, variable: String?, detail: String?) -> PluginError {
+        let fix = variable.map { "check the key in \($0)" } ?? "check the credentials"
+        return PluginError(
+            code: "invalid-key",
+            message: "\(service) refused the API key (HTTP 401)\(detail.map { ": \($0)" } ?? ""); \(fix)")
+    }
+
+    public static func serverError(_ service: String, _ response: HTTPResponse, detail: String?) -> PluginError {
+        PluginError(
+            code: "server-error",
+            message: "\(service) failed with HTTP \(response.status)\((detail ?? HTTPErrors.shortText(response.body)).map { ": \($0)" } ?? "")")
+    }
+}
