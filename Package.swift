@@ -130,7 +130,7 @@ let package = Package(
             name: "SluiceBenchmarks",
             dependencies: [
                 "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate",
-                "SluiceGraph", "SluiceConfig", "CSndFile",
+                "SluiceGraph", "SluiceConfig", "CSndFile", "SluicePlugins", "HTTPTestSupport",
             ],
             path: "Benchmarks/SluiceBenchmarks"
         ),

@@ -13,6 +13,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("nodes", "Aligner, Crossfader, Fader vs memcpy of the same data", NodesSuite.run),
     ("render", "speech-render.yaml offline vs libsamplerate, sox, gst-launch-1.0", RenderSuite.run),
     ("jack", "jack.sink on a private jackd vs a C client, jack_simple_client, gst jackaudiosink", JackSuite.run),
+    ("providers", "http-pcm provider from a loopback server vs curl to /dev/null, bytes per second", ProvidersSuite.run),
 ]
 
 let defaultRuns = 7
