@@ -96,21 +96,17 @@ import Testing
         expectFadedTail(samples, received: Providers.floats(Self.speech("first")))
     }
 
-    @Test("a connection dropped mid-stream is 'connection-lost'; what arrived plays out faded")
-    func dropped() throws {
+    @Test("a connection dropped mid-stream or a stalled transfer is typed; what arrived plays out faded", arguments: [
+        (HTTPTestServer.Ending.drop(afterBytes: 5_001), "connection-lost", 5_000),
+        (.stall(afterBytes: 3_000), "stalled", 3_000),
+    ])
+    func brokenTransfer(_ ending: HTTPTestServer.Ending, _ code: String, _ wholeFrameBytes: Int) throws {
         let second = Self.speech("second")
-        let (samples, report, _) = try failing(.init(body: second, chunkSizes: 1...1_000, ending: .drop(afterBytes: 5_001)))
-        #expect(report.failureCodes["voice"] == "connection-lost")
-        // 5,001 bytes: 2,500 whole frames; the odd byte is a partial frame, dropped.
-        expectFadedTail(samples, received: Providers.floats(Self.speech("first") + second.prefix(5_000)))
-    }
-
-    @Test("a stalled transfer is abandoned after stall-timeout as 'stalled'; what arrived plays out faded")
-    func stalled() throws {
-        let second = Self.speech("second")
-        let (samples, report, _) = try failing(.init(body: second, chunkSizes: 1...1_000, ending: .stall(afterBytes: 3_000)))
-        #expect(report.failureCodes["voice"] == "stalled")
-        expectFadedTail(samples, received: Providers.floats(Self.speech("first") + second.prefix(3_000)))
+        let (samples, report, _) = try failing(.init(body: second, chunkSizes: 1...1_000, ending: ending))
+        #expect(report.failureCodes["voice"] == code)
+        // An odd byte at the break is a partial frame: the aligner drops it. A stall is
+        // abandoned after stall-timeout (0.3 s here).
+        expectFadedTail(samples, received: Providers.floats(Self.speech("first") + second.prefix(wholeFrameBytes)))
     }
 
     @Test("no server listening is 'connect-failed', promptly")
