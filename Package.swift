@@ -55,6 +55,7 @@ let package = Package(
         .library(name: "SluicePluginKit", targets: ["SluicePluginKit"]),
         // Plugins shipped with Sluice: `libsluice-<name>.so`, found beside the tool.
         .library(name: "sluice-ducker", type: .dynamic, targets: ["SluiceDucker"]),
+        .library(name: "sluice-espeak", type: .dynamic, targets: ["SluiceEspeak"]),
         // Test-only plugins, loaded by path in Tests/SluicePluginsTests (not named
         // `libsluice-*`, so `sluice` never discovers them).
         .library(name: "test-plugin-wrong-abi", type: .dynamic, targets: ["TestPluginWrongABI"]),
@@ -72,6 +73,7 @@ let package = Package(
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CEspeak", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
 
         // MARK: Library modules
         .target(name: "SluiceRT"),
@@ -94,6 +96,12 @@ let package = Package(
         .target(
             name: "SluiceDucker", dependencies: ["SluicePluginABI"], path: "Plugins/ducker",
             publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("m")]
+        ),
+        // The default speech provider, in C over libespeak-ng (CEspeak brings its flags).
+        .target(
+            name: "SluiceEspeak", dependencies: ["SluicePluginABI", "CEspeak"], path: "Plugins/espeak",
+            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
+            linkerSettings: [.linkedLibrary("pthread")]
         ),
 
         // MARK: The command-line tool
