@@ -21,7 +21,8 @@
  * Threads: the text functions and destroy run on the [control-thread], `read` on the
  * [worker-thread], the synthesis thread is the plugin's own, `cancel` and `get_counters` come
  * from [any-thread]. One mutex per instance guards the queue and the ring; counters and the
- * stop flags are atomics.
+ * stop flags are atomics. `read` never waits for text; it waits at most READ_WAIT_NS for audio
+ * of an utterance whose text is complete, so the host seldom has to poll.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
@@ -48,7 +49,7 @@ static const sluice_port_descriptor_t espeak_outputs[] = {
 
 static const sluice_param_descriptor_t espeak_params[] = {
     {"voice", SLUICE_PARAM_STRING, 0, 0, NULL, 0, false, true, {0, 0, false, "en"}, NULL,
-     "espeak-ng voice: a language (en, en-us, de), a voice name, and +variant (en+f3); `espeak-ng --voices` lists them."},
+     "espeak-ng voice: a language or voice (en, en-us, en-gb, de), +variant optional (en+f3); `espeak-ng --voices` lists them."},
     {"rate", SLUICE_PARAM_INTEGER, 80, 450, NULL, 0, false, true, {0, 175, false, NULL}, "wpm",
      "Speaking rate in words per minute."},
     {"pitch", SLUICE_PARAM_INTEGER, 0, 100, NULL, 0, false, true, {0, 50, false, NULL}, NULL,
@@ -78,6 +79,10 @@ static const sluice_node_descriptor_t espeak_descriptor = {
  * come sooner (a condition signal); this only bounds one lost to `cancel`, which signals
  * without taking the lock (it must not block). */
 #define WAIT_BACKSTOP_NS (20 * 1000 * 1000)
+/* How long `read` waits for audio the synthesis is about to deliver (the current utterance's
+ * text is complete) before it returns "would block": short, as provider.h asks, but long
+ * enough that the host rarely polls, and an offline render keeps pace with synthesis. */
+#define READ_WAIT_NS (5 * 1000 * 1000)
 
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 /* The rate espeak_Initialize returned, or -1 when it failed. Written once under engine_once. */
@@ -93,12 +98,10 @@ static struct espeak_provider *engine_owner = NULL;
 
 static int on_samples(short *samples, int count, espeak_EVENT *events);
 
+static void init_monotonic_condition(pthread_cond_t *condition);
+
 static void engine_initialise(void) {
-    pthread_condattr_t attributes;
-    pthread_condattr_init(&attributes);
-    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
-    pthread_cond_init(&engine_free, &attributes);
-    pthread_condattr_destroy(&attributes);
+    init_monotonic_condition(&engine_free);
     /* DONT_EXIT: report missing data instead of exiting the host. */
     engine_rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, ENGINE_CHUNK_MS, NULL, espeakINITIALIZE_DONT_EXIT);
     if (engine_rate > 0) espeak_SetSynthCallback(on_samples);
@@ -128,6 +131,8 @@ typedef struct espeak_provider {
     pthread_mutex_t lock;
     /* Signalled when the synthesis thread may go on: text completed, ring space freed, stop. */
     pthread_cond_t changed;
+    /* Signalled when `read` may have more to return: audio written, an utterance finished. */
+    pthread_cond_t readable;
 
     /* The queue, oldest first. `oldest` is the utterance `read` is in; `pending` the next one
      * to synthesise (NULL: none queued); `open` the one the control thread is still filling. */
@@ -165,16 +170,30 @@ static bool should_stop(espeak_provider_t *self) {
         || atomic_load_explicit(&self->stopping, memory_order_acquire);
 }
 
-/* Waits on `condition` (with `mutex` held) until signalled or the backstop passes. */
-static void wait_briefly(pthread_cond_t *condition, pthread_mutex_t *mutex) {
+/* Waits on `condition` (a CLOCK_MONOTONIC one, with `mutex` held) until signalled or
+ * `nanoseconds` (under a second) pass. */
+static void wait_for(pthread_cond_t *condition, pthread_mutex_t *mutex, long nanoseconds) {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_nsec += WAIT_BACKSTOP_NS;
+    deadline.tv_nsec += nanoseconds;
     if (deadline.tv_nsec >= 1000000000L) {
         deadline.tv_sec += 1;
         deadline.tv_nsec -= 1000000000L;
     }
     pthread_cond_timedwait(condition, mutex, &deadline);
+}
+
+/* Waits until signalled or the backstop passes. */
+static void wait_briefly(pthread_cond_t *condition, pthread_mutex_t *mutex) {
+    wait_for(condition, mutex, WAIT_BACKSTOP_NS);
+}
+
+static void init_monotonic_condition(pthread_cond_t *condition) {
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(condition, &attributes);
+    pthread_condattr_destroy(&attributes);
 }
 
 /* Takes the engine for `self`; false (without it) when `self` is told to stop first. */
@@ -205,9 +224,19 @@ static void engine_wake_waiters(void) {
     pthread_mutex_unlock(&engine_mutex);
 }
 
+/* [engine holder] Selects `name` as the command line does: a voice's file or name
+ * ("gmw/en", "en-us", "en+f3"), else the best voice for a language ("en-gb"). */
+static espeak_ERROR engine_select_voice(const char *name) {
+    if (espeak_SetVoiceByName(name) == EE_OK) return EE_OK;
+    espeak_VOICE properties;
+    memset(&properties, 0, sizeof properties);
+    properties.languages = name;
+    return espeak_SetVoiceByProperties(&properties);
+}
+
 /* [engine holder] Sets the voice and the prosody, which are process-global in espeak-ng. */
 static espeak_ERROR engine_configure(const espeak_provider_t *self) {
-    espeak_ERROR status = espeak_SetVoiceByName(self->voice);
+    espeak_ERROR status = engine_select_voice(self->voice);
     if (status != EE_OK) return status;
     /* After the voice: selecting a voice resets them. */
     if ((status = espeak_SetParameter(espeakRATE, self->rate, 0)) != EE_OK) return status;
@@ -248,6 +277,7 @@ static int on_samples(short *samples, int count, espeak_EVENT *events) {
         self->produced += size;
         bytes += size;
         left -= size;
+        pthread_cond_signal(&self->readable);
         atomic_fetch_add_explicit(&self->synthesised_bytes, (int_fast64_t)size, memory_order_relaxed);
         if ((int_fast64_t)self->ring_count > atomic_load_explicit(&self->peak_buffered, memory_order_relaxed)) {
             atomic_store_explicit(&self->peak_buffered, (int_fast64_t)self->ring_count, memory_order_relaxed);
@@ -310,6 +340,7 @@ static void *synthesis_thread(void *argument) {
         utterance->end = self->produced;
         utterance->synthesised = true;
         self->pending = utterance->next;
+        pthread_cond_signal(&self->readable);
         if (!succeeded) {
             utterance->failed = true;
             self->failure = error;
@@ -416,42 +447,52 @@ static void espeak_end_text(void *instance) {
     pthread_mutex_unlock(&self->lock);
 }
 
+/* [worker-thread, lock held] What `read` returns now, without waiting. */
+static sluice_read_status_t take(espeak_provider_t *self, void *buffer, size_t capacity, size_t *written,
+                                 sluice_error_t *error) {
+    if (atomic_load_explicit(&self->cancelled, memory_order_acquire)) return SLUICE_READ_END;
+    utterance_t *utterance = self->oldest;
+    if (utterance == NULL) return self->text_ended ? SLUICE_READ_END : SLUICE_READ_WOULD_BLOCK;
+    /* Bytes in the ring beyond this utterance's end belong to the next one. */
+    size_t available = self->ring_count;
+    if (utterance->synthesised && utterance->end - self->consumed < available) {
+        available = (size_t)(utterance->end - self->consumed);
+    }
+    if (available > 0 && capacity > 0) {
+        const size_t size = available < capacity ? available : capacity;
+        const size_t first = size < self->ring_capacity - self->ring_start ? size : self->ring_capacity - self->ring_start;
+        memcpy(buffer, self->ring + self->ring_start, first);
+        memcpy((uint8_t *)buffer + first, self->ring, size - first);
+        self->ring_start = (self->ring_start + size) % self->ring_capacity;
+        self->ring_count -= size;
+        self->consumed += size;
+        *written = size;
+        pthread_cond_signal(&self->changed); /* room for a waiting synthesis */
+        return SLUICE_READ_DATA;
+    }
+    if (!utterance->synthesised) return SLUICE_READ_WOULD_BLOCK;
+    if (utterance->failed) {
+        *error = self->failure;
+        return SLUICE_READ_ERROR; /* and again at every later read: it stays at the head */
+    }
+    self->oldest = utterance->next;
+    if (self->newest == utterance) self->newest = NULL;
+    free(utterance);
+    return SLUICE_READ_UTTERANCE_END;
+}
+
 static sluice_read_status_t espeak_read(void *instance, void *buffer, size_t capacity, size_t *written,
                                         sluice_error_t *error) {
     espeak_provider_t *self = (espeak_provider_t *)instance;
     *written = 0;
-    if (atomic_load_explicit(&self->cancelled, memory_order_acquire)) return SLUICE_READ_END;
-    sluice_read_status_t status = SLUICE_READ_WOULD_BLOCK;
     pthread_mutex_lock(&self->lock);
-    utterance_t *utterance = self->oldest;
-    if (utterance == NULL) {
-        status = self->text_ended ? SLUICE_READ_END : SLUICE_READ_WOULD_BLOCK;
-    } else {
-        /* Bytes in the ring beyond this utterance's end belong to the next one. */
-        size_t available = self->ring_count;
-        if (utterance->synthesised && utterance->end - self->consumed < available) {
-            available = (size_t)(utterance->end - self->consumed);
-        }
-        if (available > 0 && capacity > 0) {
-            const size_t size = available < capacity ? available : capacity;
-            const size_t first = size < self->ring_capacity - self->ring_start ? size : self->ring_capacity - self->ring_start;
-            memcpy(buffer, self->ring + self->ring_start, first);
-            memcpy((uint8_t *)buffer + first, self->ring, size - first);
-            self->ring_start = (self->ring_start + size) % self->ring_capacity;
-            self->ring_count -= size;
-            self->consumed += size;
-            *written = size;
-            status = SLUICE_READ_DATA;
-            pthread_cond_signal(&self->changed); /* room for a waiting synthesis */
-        } else if (utterance->synthesised && utterance->failed) {
-            *error = self->failure;
-            status = SLUICE_READ_ERROR; /* and again at every later read: it stays at the head */
-        } else if (utterance->synthesised) {
-            self->oldest = utterance->next;
-            if (self->newest == utterance) self->newest = NULL;
-            free(utterance);
-            status = SLUICE_READ_UTTERANCE_END;
-        }
+    sluice_read_status_t status = take(self, buffer, capacity, written, error);
+    if (status == SLUICE_READ_WOULD_BLOCK && self->oldest != NULL && self->oldest->complete && capacity > 0) {
+        /* The utterance's text is complete, so its audio is on the way (or the engine is busy
+         * with another instance): wait for it briefly, then answer. Waiting for text would
+         * only delay the host handing text over, so that returns at once. */
+        wait_for(&self->readable, &self->lock, READ_WAIT_NS);
+        status = take(self, buffer, capacity, written, error);
     }
     pthread_mutex_unlock(&self->lock);
     return status;
@@ -463,6 +504,7 @@ static void espeak_cancel(void *instance) {
     /* Wake-ups without the locks (cancel must not block): a waiter that misses one sees the
      * flag within WAIT_BACKSTOP_NS. POSIX allows signalling without holding the mutex. */
     pthread_cond_signal(&self->changed);
+    pthread_cond_signal(&self->readable);
     pthread_cond_broadcast(&engine_free);
 }
 
@@ -485,6 +527,7 @@ static void espeak_destroy(void *instance) {
         utterance = next;
     }
     free(self->ring);
+    pthread_cond_destroy(&self->readable);
     pthread_cond_destroy(&self->changed);
     pthread_mutex_destroy(&self->lock);
     free(self);
@@ -522,7 +565,7 @@ static const sluice_node_descriptor_t *factory_get_descriptor(const sluice_node_
 /* [control-thread] Whether espeak-ng knows `voice`: selects it, holding the engine. */
 static bool voice_exists(espeak_provider_t *self) {
     if (!engine_acquire(self)) return false;
-    const bool exists = espeak_SetVoiceByName(self->voice) == EE_OK;
+    const bool exists = engine_select_voice(self->voice) == EE_OK;
     engine_release();
     return exists;
 }
@@ -579,11 +622,8 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
     atomic_init(&self->synthesised_bytes, 0);
     atomic_init(&self->utterances_synthesised, 0);
 
-    pthread_condattr_t attributes;
-    pthread_condattr_init(&attributes);
-    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
-    pthread_cond_init(&self->changed, &attributes);
-    pthread_condattr_destroy(&attributes);
+    init_monotonic_condition(&self->changed);
+    init_monotonic_condition(&self->readable);
     pthread_mutex_init(&self->lock, NULL);
 
     if (!voice_exists(self)) {
