@@ -1,7 +1,9 @@
 import Foundation
 import Glibc
 import SluiceAudio
+import SluiceConfig
 import SluiceGraph
+import SluiceNodes
 import SluicePluginABI
 import SluicePlugins
 import SluiceTestSupport
@@ -153,6 +155,36 @@ import Testing
         // the failure message diff them, which takes minutes.
         let difference = ours.samples.indices.first { $0 >= theirs.samples.count || ours.samples[$0] != theirs.samples[$0] }
         #expect(difference == nil, "sample \(difference ?? 0) differs (of \(ours.samples.count))")
+    }
+
+    /// graphs/speak.yaml (the main job, scripts/speak) with a null.sink at 48 kHz in place of
+    /// jack.sink: the espeak plugin → aligner → resampler → crossfader → fader → stereo.
+    @Test("graphs/speak.yaml renders with a null.sink in place of jack.sink: two utterances, stereo 48 kHz speech")
+    func speakGraph() throws {
+        var description = try GraphFile.load(path: Plugins.packageRoot.appendingPathComponent("graphs/speak.yaml").path)
+        let out = try #require(description.nodes.firstIndex { $0.type == "jack.sink" })
+        description.nodes[out].type = "null.sink"
+        description.nodes[out].parameters = [ParameterDeclaration(name: "rate", value: .scalar("48000", quoted: false))]
+        description.playback.strategy = .generateFirst
+        description.playback.maxBuffered = 120
+        var registry = BuiltinNodes.registry()
+        try PluginCatalog.register([try Self.library()], into: &registry)
+        let graph = try GraphCompiler(registry: registry).compile(description)
+        let (samples, report) = try Plugins.render(graph, text: ["Hello from Sluice.", "This is the espeak provider."])
+        #expect(report.failures.isEmpty)
+        #expect(report.underruns == 0)
+        #expect(report.counters["voice.utterances-synthesised"] == 2)
+        // Stereo: both channels carry the same mono speech.
+        let left = stride(from: 0, to: samples.count, by: 2).map { samples[$0] }
+        let right = stride(from: 1, to: samples.count, by: 2).map { samples[$0] }
+        let sameChannels = left == right  // a Bool: a failed `==` on arrays this long would be diffed for minutes
+        #expect(sameChannels)
+        // At 48 kHz, as long as what espeak-ng synthesised at 22050 Hz, less the crossfade
+        // overlap between the two utterances (at most 0.1 s).
+        let synthesised = Double(try #require(report.counters["voice.synthesised-bytes"])) / 2 / Double(Self.rate)
+        let seconds = Double(left.count) / 48_000
+        #expect(seconds > synthesised - 0.15 && seconds < synthesised + 0.05, "\(seconds) s played, \(synthesised) s synthesised")
+        #expect(Self.peak(left) > 0.1)
     }
 
     // MARK: 2. Streaming with backpressure
