@@ -65,6 +65,7 @@ let package = Package(
         .library(name: "SluicePluginKit", targets: ["SluicePluginKit"]),
         // Plugins shipped with Sluice: `libsluice-<name>.so`, found beside the tool.
         .library(name: "sluice-ducker", type: .dynamic, targets: ["SluiceDucker"]),
+        .library(name: "sluice-espeak", type: .dynamic, targets: ["SluiceEspeak"]),
         .library(name: "sluice-elevenlabs", type: .dynamic, targets: ["SluiceElevenLabs"]),
         .library(name: "sluice-openai", type: .dynamic, targets: ["SluiceOpenAI"]),
         .library(name: "sluice-http-pcm", type: .dynamic, targets: ["SluiceHTTPPCM"]),
@@ -85,6 +86,7 @@ let package = Package(
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CEspeak", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
 
         // MARK: Library modules
         .target(name: "SluiceRT"),
@@ -113,6 +115,12 @@ let package = Package(
         .target(
             name: "SluiceDucker", dependencies: ["SluicePluginABI"], path: "Plugins/ducker",
             publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("m")]
+        ),
+        // The default speech provider, in C over libespeak-ng (CEspeak brings its flags).
+        .target(
+            name: "SluiceEspeak", dependencies: ["SluicePluginABI", "CEspeak"], path: "Plugins/espeak",
+            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
+            linkerSettings: [.linkedLibrary("pthread")]
         ),
 
         // MARK: The command-line tool

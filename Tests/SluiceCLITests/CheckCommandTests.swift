@@ -11,6 +11,7 @@ struct CheckCommandTests {
         "mix.yaml": (7, 6),
         "morse.yaml": (3, 2),
         "record-and-listen.yaml": (5, 4),
+        "speak.yaml": (7, 6),
         "speech-render.yaml": (6, 5),
         "tone.yaml": (3, 2),
     ]

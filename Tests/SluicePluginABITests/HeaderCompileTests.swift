@@ -95,6 +95,13 @@ import Testing
         #expect(outcome.status == 0, "\(dialect)\n\(outcome.standardError)")
     }
 
+    @Test("the C espeak provider compiles strictly as C11 (gcc and clang)", arguments: dialects.prefix(2))
+    func espeakCompiles(_ dialect: Dialect) throws {
+        let source = try String(contentsOf: Self.packageRoot.appendingPathComponent("Plugins/espeak/espeak.c"), encoding: .utf8)
+        let outcome = try Self.compile(source, as: dialect)
+        #expect(outcome.status == 0, "\(dialect)\n\(outcome.standardError)")
+    }
+
     @Test("the values Swift sees match the header")
     func constants() {
         #expect(SLUICE_ABI_VERSION == 1)

@@ -18,6 +18,7 @@ enum Plugins {
     }
 
     static var ducker: String { built("libsluice-ducker.so") }
+    static var espeak: String { built("libsluice-espeak.so") }
     static var swiftTest: String { built("libtest-plugin-swift.so") }
     static var wrongABI: String { built("libtest-plugin-wrong-abi.so") }
     static var noEntry: String { built("libtest-plugin-no-entry.so") }

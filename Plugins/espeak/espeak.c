@@ -1,0 +1,693 @@
+/*
+ * espeak — Sluice's default speech provider, a plugin in plain C: text in, espeak-ng's speech
+ * out, as S16LE mono PCM at the engine's rate (22050 Hz), streamed while it is synthesised.
+ * docs/providers/espeak.md describes it for users.
+ *
+ * How it works
+ * ------------
+ * The text calls queue utterances; each instance has one synthesis thread that runs
+ * espeak_Synth on each complete utterance, in order. espeak-ng calls back with about 20 ms
+ * of samples at a time; the callback copies them into the instance's ring (at most `buffer`
+ * seconds) and, while the ring is full, waits for `read` to make room: backpressure, so
+ * memory stays bounded however long the text, and audio reaches `read` while the sentence
+ * is still being synthesised.
+ *
+ * espeak-ng keeps its state in process globals and is not reentrant. It is initialised once
+ * per process (never terminated: the library stays mapped), and one instance at a time holds
+ * "the engine" for a whole espeak_Synth call; it sets its voice, rate, pitch and volume
+ * first, under the same hold. A synthesis waiting for its ring to drain keeps the engine, so
+ * other espeak nodes (and creating one, which checks the voice) wait until it finishes.
+ *
+ * Threads: the text functions and destroy run on the [control-thread], `read` on the
+ * [worker-thread], the synthesis thread is the plugin's own, `cancel` and `get_counters` come
+ * from [any-thread]. One mutex per instance guards the queue and the ring; counters and the
+ * stop flags are atomics. `read` never waits for text; it waits at most READ_WAIT_NS for audio
+ * of an utterance whose text is complete, so the host seldom has to poll.
+ */
+#define _GNU_SOURCE /* pthread_setname_np */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <espeak-ng/speak_lib.h>
+#include <sluice/sluice.h>
+
+/* espeak-ng hands over native `short`s; the output is declared S16LE. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the espeak plugin passes espeak-ng's native samples on as S16LE: little-endian hosts only"
+#endif
+
+/* MARK: Descriptor */
+
+static const sluice_port_descriptor_t espeak_outputs[] = {
+    {"out", SLUICE_MEDIUM_BYTES, "S16LE mono PCM at espeak-ng's rate (22050 Hz); link it to an aligner"},
+};
+
+static const sluice_param_descriptor_t espeak_params[] = {
+    {"voice", SLUICE_PARAM_STRING, 0, 0, NULL, 0, false, true, {0, 0, false, "en"}, NULL,
+     "espeak-ng voice: a language or voice (en, en-us, en-gb, de), +variant optional (en+f3); `espeak-ng --voices` lists them."},
+    {"rate", SLUICE_PARAM_INTEGER, 80, 450, NULL, 0, false, true, {0, 175, false, NULL}, "wpm",
+     "Speaking rate in words per minute."},
+    {"pitch", SLUICE_PARAM_INTEGER, 0, 100, NULL, 0, false, true, {0, 50, false, NULL}, NULL,
+     "Base pitch: 0 lowest, 50 the voice's own, 100 highest."},
+    {"volume", SLUICE_PARAM_INTEGER, 0, 200, NULL, 0, false, true, {0, 100, false, NULL}, NULL,
+     "Amplitude: 100 is normal, 0 silent; above 100 louder (espeak-ng limits clipping itself)."},
+    {"buffer", SLUICE_PARAM_NUMBER, 0.02, 10, NULL, 0, false, true, {1.0, 0, false, NULL}, "s",
+     "Most audio synthesised ahead of the graph; synthesis waits while this much is unread."},
+};
+
+enum { PARAM_VOICE, PARAM_RATE, PARAM_PITCH, PARAM_VOLUME, PARAM_BUFFER, PARAM_COUNT };
+
+static const sluice_node_descriptor_t espeak_descriptor = {
+    "espeak",
+    SLUICE_NODE_PROVIDER,
+    "Speaks text with espeak-ng, the local speech engine: streamed S16LE mono at 22050 Hz.",
+    NULL, 0,
+    espeak_outputs, 1,
+    espeak_params, PARAM_COUNT,
+};
+
+/* MARK: The engine (process-global) */
+
+/* espeak_Synth's sample chunks: 20 ms, so audio leaves in small steps. */
+#define ENGINE_CHUNK_MS 20
+/* How long a wait lasts at most before the waiter looks at its stop flags again. Wake-ups
+ * come sooner (a condition signal); this only bounds one lost to `cancel`, which signals
+ * without taking the lock (it must not block). */
+#define WAIT_BACKSTOP_NS (20 * 1000 * 1000)
+/* How long `read` waits for audio the synthesis is about to deliver (the current utterance's
+ * text is complete) before it returns "would block": short, as provider.h asks, but long
+ * enough that the host rarely polls, and an offline render keeps pace with synthesis. */
+#define READ_WAIT_NS (5 * 1000 * 1000)
+
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+/* The rate espeak_Initialize returned, or -1 when it failed. Written once under engine_once. */
+static int engine_rate = -1;
+
+/* Who holds the engine: `engine_busy` under `engine_mutex`; waiters wait on `engine_free`. */
+static pthread_mutex_t engine_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t engine_free;
+static bool engine_busy = false;
+/* The instance whose espeak_Synth is running: set and cleared by the engine's holder, read
+ * by the synthesis callback, which espeak-ng calls on that same thread, inside the call. */
+static struct espeak_provider *engine_owner = NULL;
+
+static int on_samples(short *samples, int count, espeak_EVENT *events);
+
+static void init_monotonic_condition(pthread_cond_t *condition);
+
+static void engine_initialise(void) {
+    init_monotonic_condition(&engine_free);
+    /* DONT_EXIT: report missing data instead of exiting the host. */
+    engine_rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, ENGINE_CHUNK_MS, NULL, espeakINITIALIZE_DONT_EXIT);
+    if (engine_rate > 0) espeak_SetSynthCallback(on_samples);
+}
+
+/* MARK: Instance */
+
+/* One utterance, from begin_utterance until `read` has reported its end. */
+typedef struct utterance {
+    struct utterance *next;
+    char *text;        /* NUL-terminated UTF-8 (NULL while empty); freed once synthesised */
+    size_t length;
+    size_t capacity;
+    bool complete;     /* end_utterance came: the synthesis thread may take it */
+    bool synthesised;  /* its synthesis is over: `end` is final */
+    bool failed;       /* …and failed; the instance's `failure` says why */
+    uint64_t end;      /* `produced` when its synthesis was over: where its audio ends */
+} utterance_t;
+
+typedef struct espeak_provider {
+    /* Settings, fixed at create. */
+    char voice[128];
+    int rate, pitch, volume;
+    size_t ring_capacity; /* bytes, a whole number of frames */
+
+    /* Guards everything below up to the atomics. */
+    pthread_mutex_t lock;
+    /* Signalled when the synthesis thread may go on: text completed, ring space freed, stop. */
+    pthread_cond_t changed;
+    /* Signalled when `read` may have more to return: audio written, an utterance finished. */
+    pthread_cond_t readable;
+
+    /* The queue, oldest first. `oldest` is the utterance `read` is in; `pending` the next one
+     * to synthesise (NULL: none queued); `open` the one the control thread is still filling. */
+    utterance_t *oldest, *newest, *pending, *open;
+    bool text_ended;
+
+    /* The ring: `ring_count` unread bytes from `ring_start`. `produced` and `consumed` count
+     * bytes written and read since create; an utterance ends at a `produced` value. */
+    uint8_t *ring;
+    size_t ring_start, ring_count;
+    uint64_t produced, consumed;
+
+    /* The first synthesis failure, for `read`. */
+    sluice_error_t failure;
+
+    pthread_t thread;
+    bool thread_started;
+
+    /* [any-thread] */
+    atomic_bool cancelled; /* cancel: reads return END, synthesis aborts */
+    atomic_bool stopping;  /* destroy: the synthesis thread ends */
+    atomic_int_fast64_t peak_buffered;
+    atomic_int_fast64_t synthesised_bytes;
+    atomic_int_fast64_t utterances_synthesised;
+} espeak_provider_t;
+
+static void fail(sluice_error_t *error, const char *code, const char *message) {
+    if (error == NULL) return;
+    snprintf(error->code, sizeof error->code, "%s", code);
+    snprintf(error->message, sizeof error->message, "%s", message);
+}
+
+static bool should_stop(espeak_provider_t *self) {
+    return atomic_load_explicit(&self->cancelled, memory_order_acquire)
+        || atomic_load_explicit(&self->stopping, memory_order_acquire);
+}
+
+/* Waits on `condition` (a CLOCK_MONOTONIC one, with `mutex` held) until signalled or
+ * `nanoseconds` (under a second) pass. */
+static void wait_for(pthread_cond_t *condition, pthread_mutex_t *mutex, long nanoseconds) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_nsec += nanoseconds;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(condition, mutex, &deadline);
+}
+
+/* Waits until signalled or the backstop passes. */
+static void wait_briefly(pthread_cond_t *condition, pthread_mutex_t *mutex) {
+    wait_for(condition, mutex, WAIT_BACKSTOP_NS);
+}
+
+static void init_monotonic_condition(pthread_cond_t *condition) {
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(condition, &attributes);
+    pthread_condattr_destroy(&attributes);
+}
+
+/* Takes the engine for `self`; false (without it) when `self` is told to stop first. */
+static bool engine_acquire(espeak_provider_t *self) {
+    pthread_mutex_lock(&engine_mutex);
+    while (engine_busy && !should_stop(self)) wait_briefly(&engine_free, &engine_mutex);
+    const bool acquired = !engine_busy;
+    if (acquired) {
+        engine_busy = true;
+        engine_owner = self;
+    }
+    pthread_mutex_unlock(&engine_mutex);
+    return acquired;
+}
+
+static void engine_release(void) {
+    pthread_mutex_lock(&engine_mutex);
+    engine_busy = false;
+    engine_owner = NULL;
+    pthread_cond_broadcast(&engine_free);
+    pthread_mutex_unlock(&engine_mutex);
+}
+
+/* Wakes every thread waiting for the engine, so one told to stop sees it now. */
+static void engine_wake_waiters(void) {
+    pthread_mutex_lock(&engine_mutex);
+    pthread_cond_broadcast(&engine_free);
+    pthread_mutex_unlock(&engine_mutex);
+}
+
+/* [engine holder] Selects `name` as the command line does: a voice's file or name
+ * ("gmw/en", "en-us", "en+f3"), else the best voice for a language ("en-gb"). */
+static espeak_ERROR engine_select_voice(const char *name) {
+    if (espeak_SetVoiceByName(name) == EE_OK) return EE_OK;
+    espeak_VOICE properties;
+    memset(&properties, 0, sizeof properties);
+    properties.languages = name;
+    return espeak_SetVoiceByProperties(&properties);
+}
+
+/* [engine holder] Sets the voice and the prosody, which are process-global in espeak-ng. */
+static espeak_ERROR engine_configure(const espeak_provider_t *self) {
+    espeak_ERROR status = engine_select_voice(self->voice);
+    if (status != EE_OK) return status;
+    /* After the voice: selecting a voice resets them. */
+    if ((status = espeak_SetParameter(espeakRATE, self->rate, 0)) != EE_OK) return status;
+    if ((status = espeak_SetParameter(espeakPITCH, self->pitch, 0)) != EE_OK) return status;
+    return espeak_SetParameter(espeakVOLUME, self->volume, 0);
+}
+
+/* [synthesis thread, inside espeak_Synth] Copies a chunk into the ring, waiting for room;
+ * returns 1 (abort the synthesis) when the instance is cancelled or destroyed. */
+static int on_samples(short *samples, int count, espeak_EVENT *events) {
+    (void)events;
+    /* SAFETY: only the engine's holder calls espeak_Synth, and espeak-ng (synchronous mode)
+     * calls back on that thread before espeak_Synth returns, so `engine_owner` is that
+     * holder's instance, set before the call and cleared after it. */
+    espeak_provider_t *self = engine_owner;
+    if (self == NULL) return 1;
+    if (samples == NULL || count <= 0) return should_stop(self) ? 1 : 0; /* the closing call */
+    const uint8_t *bytes = (const uint8_t *)samples;
+    size_t left = (size_t)count * sizeof(short);
+    pthread_mutex_lock(&self->lock);
+    while (left > 0) {
+        if (should_stop(self)) {
+            pthread_mutex_unlock(&self->lock);
+            return 1;
+        }
+        const size_t room = self->ring_capacity - self->ring_count;
+        if (room == 0) {
+            /* Backpressure: `read` signals `changed` when it takes bytes. */
+            wait_briefly(&self->changed, &self->lock);
+            continue;
+        }
+        const size_t size = left < room ? left : room;
+        const size_t at = (self->ring_start + self->ring_count) % self->ring_capacity;
+        const size_t first = size < self->ring_capacity - at ? size : self->ring_capacity - at;
+        memcpy(self->ring + at, bytes, first);
+        memcpy(self->ring, bytes + first, size - first);
+        self->ring_count += size;
+        self->produced += size;
+        bytes += size;
+        left -= size;
+        pthread_cond_signal(&self->readable);
+        atomic_fetch_add_explicit(&self->synthesised_bytes, (int_fast64_t)size, memory_order_relaxed);
+        if ((int_fast64_t)self->ring_count > atomic_load_explicit(&self->peak_buffered, memory_order_relaxed)) {
+            atomic_store_explicit(&self->peak_buffered, (int_fast64_t)self->ring_count, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&self->lock);
+    return 0;
+}
+
+/* [synthesis thread] Synthesises one utterance's text into the ring. Returns false and fills
+ * `error` when espeak-ng fails; an abort (cancel, destroy) is not a failure. */
+static bool synthesise(espeak_provider_t *self, const char *text, sluice_error_t *error) {
+    if (!engine_acquire(self)) return true; /* told to stop while waiting */
+    bool succeeded = true;
+    espeak_ERROR status = engine_configure(self);
+    if (status != EE_OK) {
+        char message[sizeof error->message];
+        snprintf(message, sizeof message, "espeak-ng refused voice '%s' (error %d); `espeak-ng --voices` lists them",
+                 self->voice, (int)status);
+        fail(error, "unknown-voice", message);
+        succeeded = false;
+    } else {
+        /* The text as UTF-8, no SSML or [[phoneme]] markup, with the end-of-sentence pause
+         * (ENDPAUSE) the espeak-ng command line also adds. */
+        status = espeak_Synth(text, strlen(text) + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8 | espeakENDPAUSE, NULL,
+                              NULL);
+        if (status != EE_OK && !should_stop(self)) {
+            char message[128];
+            snprintf(message, sizeof message, "espeak-ng failed to synthesise an utterance (error %d)", (int)status);
+            fail(error, "synthesis-failed", message);
+            succeeded = false;
+        }
+    }
+    engine_release();
+    return succeeded;
+}
+
+/* The synthesis thread: each complete utterance in order, until stopped or failed. */
+static void *synthesis_thread(void *argument) {
+    espeak_provider_t *self = (espeak_provider_t *)argument;
+    pthread_mutex_lock(&self->lock);
+    for (;;) {
+        while (!should_stop(self) && (self->pending == NULL || !self->pending->complete)) {
+            wait_briefly(&self->changed, &self->lock);
+        }
+        if (should_stop(self)) break;
+        utterance_t *utterance = self->pending;
+        pthread_mutex_unlock(&self->lock);
+
+        /* SAFETY: a complete utterance's text no longer changes, and `read` frees an
+         * utterance only once it is synthesised, which only this thread marks (below). */
+        sluice_error_t error;
+        memset(&error, 0, sizeof error);
+        const bool succeeded = utterance->length == 0 || synthesise(self, utterance->text, &error);
+
+        pthread_mutex_lock(&self->lock);
+        if (should_stop(self)) break; /* aborted mid-utterance: its audio is incomplete */
+        free(utterance->text);
+        utterance->text = NULL;
+        utterance->end = self->produced;
+        utterance->synthesised = true;
+        self->pending = utterance->next;
+        pthread_cond_signal(&self->readable);
+        if (!succeeded) {
+            utterance->failed = true;
+            self->failure = error;
+            break;
+        }
+        atomic_fetch_add_explicit(&self->utterances_synthesised, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&self->lock);
+    return NULL;
+}
+
+/* MARK: Vtable */
+
+static bool espeak_get_format(void *instance, sluice_pcm_format_t *format) {
+    (void)instance;
+    format->sample_format = SLUICE_SAMPLE_S16LE;
+    format->sample_rate = (uint32_t)engine_rate;
+    format->channels = 1;
+    return engine_rate > 0;
+}
+
+static bool espeak_begin_utterance(void *instance, sluice_error_t *error) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    utterance_t *utterance = (utterance_t *)calloc(1, sizeof *utterance);
+    if (utterance == NULL) {
+        fail(error, "out-of-memory", "cannot allocate an utterance");
+        return false;
+    }
+    pthread_mutex_lock(&self->lock);
+    const char *problem = self->open != NULL ? "an utterance began before the previous one ended"
+                        : self->text_ended ? "an utterance began after the end of the text"
+                        : NULL;
+    if (problem == NULL) {
+        if (self->newest != NULL) self->newest->next = utterance;
+        else self->oldest = utterance;
+        self->newest = utterance;
+        if (self->pending == NULL) self->pending = utterance;
+        self->open = utterance;
+    }
+    pthread_mutex_unlock(&self->lock);
+    if (problem != NULL) {
+        free(utterance);
+        fail(error, "text-order", problem);
+        return false;
+    }
+    return true;
+}
+
+static bool espeak_push_text(void *instance, const char *text, size_t length, sluice_error_t *error) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    bool succeeded = true;
+    pthread_mutex_lock(&self->lock);
+    utterance_t *utterance = self->open;
+    if (utterance == NULL) {
+        fail(error, "text-order", "text came outside an utterance (no begin_utterance)");
+        succeeded = false;
+    } else if (length > 0) {
+        /* Append, keeping a NUL after the text. The synthesis thread reads the text only
+         * once the utterance is complete, so growing it here (under the lock) is safe. */
+        if (utterance->length + length + 1 > utterance->capacity) {
+            size_t capacity = utterance->capacity < 64 ? 64 : utterance->capacity;
+            while (capacity < utterance->length + length + 1) capacity *= 2;
+            char *grown = (char *)realloc(utterance->text, capacity);
+            if (grown == NULL) {
+                fail(error, "out-of-memory", "cannot grow an utterance's text");
+                succeeded = false;
+            } else {
+                utterance->text = grown;
+                utterance->capacity = capacity;
+            }
+        }
+        if (succeeded) {
+            memcpy(utterance->text + utterance->length, text, length);
+            utterance->length += length;
+            utterance->text[utterance->length] = '\0';
+        }
+    }
+    pthread_mutex_unlock(&self->lock);
+    return succeeded;
+}
+
+/* [control-thread, lock held] The open utterance is complete: hand it to the synthesis thread. */
+static void complete_open_utterance(espeak_provider_t *self) {
+    self->open->complete = true;
+    self->open = NULL;
+    pthread_cond_signal(&self->changed);
+}
+
+static bool espeak_end_utterance(void *instance, sluice_error_t *error) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    pthread_mutex_lock(&self->lock);
+    const bool open = self->open != NULL;
+    if (open) complete_open_utterance(self);
+    pthread_mutex_unlock(&self->lock);
+    if (!open) fail(error, "text-order", "an utterance ended that had not begun");
+    return open;
+}
+
+static void espeak_end_text(void *instance) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    pthread_mutex_lock(&self->lock);
+    if (self->open != NULL) complete_open_utterance(self); /* the text ends it */
+    self->text_ended = true;
+    pthread_mutex_unlock(&self->lock);
+}
+
+/* [worker-thread, lock held] What `read` returns now, without waiting. */
+static sluice_read_status_t take(espeak_provider_t *self, void *buffer, size_t capacity, size_t *written,
+                                 sluice_error_t *error) {
+    if (atomic_load_explicit(&self->cancelled, memory_order_acquire)) return SLUICE_READ_END;
+    utterance_t *utterance = self->oldest;
+    if (utterance == NULL) return self->text_ended ? SLUICE_READ_END : SLUICE_READ_WOULD_BLOCK;
+    /* Bytes in the ring beyond this utterance's end belong to the next one. */
+    size_t available = self->ring_count;
+    if (utterance->synthesised && utterance->end - self->consumed < available) {
+        available = (size_t)(utterance->end - self->consumed);
+    }
+    if (available > 0 && capacity > 0) {
+        const size_t size = available < capacity ? available : capacity;
+        const size_t first = size < self->ring_capacity - self->ring_start ? size : self->ring_capacity - self->ring_start;
+        memcpy(buffer, self->ring + self->ring_start, first);
+        memcpy((uint8_t *)buffer + first, self->ring, size - first);
+        self->ring_start = (self->ring_start + size) % self->ring_capacity;
+        self->ring_count -= size;
+        self->consumed += size;
+        *written = size;
+        pthread_cond_signal(&self->changed); /* room for a waiting synthesis */
+        return SLUICE_READ_DATA;
+    }
+    if (!utterance->synthesised) return SLUICE_READ_WOULD_BLOCK;
+    if (utterance->failed) {
+        *error = self->failure;
+        return SLUICE_READ_ERROR; /* and again at every later read: it stays at the head */
+    }
+    self->oldest = utterance->next;
+    if (self->newest == utterance) self->newest = NULL;
+    free(utterance);
+    return SLUICE_READ_UTTERANCE_END;
+}
+
+static sluice_read_status_t espeak_read(void *instance, void *buffer, size_t capacity, size_t *written,
+                                        sluice_error_t *error) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    *written = 0;
+    pthread_mutex_lock(&self->lock);
+    sluice_read_status_t status = take(self, buffer, capacity, written, error);
+    if (status == SLUICE_READ_WOULD_BLOCK && self->oldest != NULL && self->oldest->complete && capacity > 0) {
+        /* The utterance's text is complete, so its audio is on the way (or the engine is busy
+         * with another instance): wait for it briefly, then answer. Waiting for text would
+         * only delay the host handing text over, so that returns at once. */
+        wait_for(&self->readable, &self->lock, READ_WAIT_NS);
+        status = take(self, buffer, capacity, written, error);
+    }
+    pthread_mutex_unlock(&self->lock);
+    return status;
+}
+
+static void espeak_cancel(void *instance) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    atomic_store_explicit(&self->cancelled, true, memory_order_release);
+    /* Wake-ups without the locks (cancel must not block): a waiter that misses one sees the
+     * flag within WAIT_BACKSTOP_NS. POSIX allows signalling without holding the mutex. */
+    pthread_cond_signal(&self->changed);
+    pthread_cond_signal(&self->readable);
+    pthread_cond_broadcast(&engine_free);
+}
+
+static void espeak_destroy(void *instance) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    if (self->thread_started) {
+        pthread_mutex_lock(&self->lock);
+        atomic_store_explicit(&self->stopping, true, memory_order_release);
+        pthread_cond_signal(&self->changed);
+        pthread_mutex_unlock(&self->lock);
+        engine_wake_waiters();
+        /* Returns promptly: a synthesis waiting for ring space aborts (on_samples returns 1),
+         * one waiting for the engine gives up, an idle thread leaves its wait. */
+        pthread_join(self->thread, NULL);
+    }
+    for (utterance_t *utterance = self->oldest; utterance != NULL;) {
+        utterance_t *next = utterance->next;
+        free(utterance->text);
+        free(utterance);
+        utterance = next;
+    }
+    free(self->ring);
+    pthread_cond_destroy(&self->readable);
+    pthread_cond_destroy(&self->changed);
+    pthread_mutex_destroy(&self->lock);
+    free(self);
+}
+
+static uint32_t espeak_get_counters(void *instance, sluice_counter_t *counters, uint32_t capacity) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    const sluice_counter_t all[] = {
+        {"peak-buffered-bytes", (int64_t)atomic_load_explicit(&self->peak_buffered, memory_order_relaxed)},
+        {"synthesised-bytes", (int64_t)atomic_load_explicit(&self->synthesised_bytes, memory_order_relaxed)},
+        {"utterances-synthesised", (int64_t)atomic_load_explicit(&self->utterances_synthesised, memory_order_relaxed)},
+    };
+    const uint32_t count = (uint32_t)(sizeof all / sizeof all[0]);
+    for (uint32_t index = 0; index < count && index < capacity; index++) counters[index] = all[index];
+    return count;
+}
+
+static const sluice_provider_vtable_t espeak_vtable = {
+    espeak_get_format, espeak_begin_utterance, espeak_push_text, espeak_end_utterance, espeak_end_text,
+    espeak_read,       espeak_cancel,          espeak_destroy,   espeak_get_counters,
+};
+
+/* MARK: Factory */
+
+static uint32_t factory_count(const sluice_node_factory_t *factory) {
+    (void)factory;
+    return 1;
+}
+
+static const sluice_node_descriptor_t *factory_get_descriptor(const sluice_node_factory_t *factory, uint32_t index) {
+    (void)factory;
+    return index == 0 ? &espeak_descriptor : NULL;
+}
+
+/* [control-thread] Whether espeak-ng knows `voice`: selects it, holding the engine. */
+static bool voice_exists(espeak_provider_t *self) {
+    if (!engine_acquire(self)) return false;
+    const bool exists = engine_select_voice(self->voice) == EE_OK;
+    engine_release();
+    return exists;
+}
+
+static bool factory_create_provider(const sluice_node_factory_t *factory, const char *type_name,
+                                    const sluice_param_value_t *params, uint32_t param_count,
+                                    sluice_provider_t *provider, sluice_error_t *error) {
+    (void)factory;
+    char message[sizeof error->message];
+    if (strcmp(type_name, espeak_descriptor.type_name) != 0) {
+        snprintf(message, sizeof message, "this plugin has no provider named '%s'", type_name);
+        fail(error, "unknown-type", message);
+        return false;
+    }
+    pthread_once(&engine_once, engine_initialise);
+    if (engine_rate <= 0) {
+        fail(error, "espeak-unavailable",
+             "espeak-ng could not initialise; install its voice data (apt-get install espeak-ng-data)");
+        return false;
+    }
+
+    /* Defaults, then the values given (the host passes every parameter: all have defaults). */
+    const char *voice = "en";
+    int rate = 175, pitch = 50, volume = 100;
+    double buffer = 1.0;
+    for (uint32_t i = 0; i < param_count; i++) {
+        const char *name = params[i].name;
+        if (strcmp(name, "voice") == 0 && params[i].value.string != NULL) voice = params[i].value.string;
+        else if (strcmp(name, "rate") == 0) rate = (int)params[i].value.integer;
+        else if (strcmp(name, "pitch") == 0) pitch = (int)params[i].value.integer;
+        else if (strcmp(name, "volume") == 0) volume = (int)params[i].value.integer;
+        else if (strcmp(name, "buffer") == 0) buffer = params[i].value.number;
+    }
+
+    espeak_provider_t *self = (espeak_provider_t *)calloc(1, sizeof *self);
+    if (self == NULL) {
+        fail(error, "out-of-memory", "cannot allocate an espeak provider");
+        return false;
+    }
+    if (strlen(voice) >= sizeof self->voice) {
+        free(self);
+        fail(error, "unknown-voice", "the voice name is too long; `espeak-ng --voices` lists the voices");
+        return false;
+    }
+    snprintf(self->voice, sizeof self->voice, "%s", voice);
+    self->rate = rate;
+    self->pitch = pitch;
+    self->volume = volume;
+    size_t frames = (size_t)(buffer * engine_rate + 0.5);
+    self->ring_capacity = (frames < 1 ? 1 : frames) * sizeof(short);
+    atomic_init(&self->cancelled, false);
+    atomic_init(&self->stopping, false);
+    atomic_init(&self->peak_buffered, 0);
+    atomic_init(&self->synthesised_bytes, 0);
+    atomic_init(&self->utterances_synthesised, 0);
+
+    init_monotonic_condition(&self->changed);
+    init_monotonic_condition(&self->readable);
+    pthread_mutex_init(&self->lock, NULL);
+
+    if (!voice_exists(self)) {
+        snprintf(message, sizeof message,
+                 "espeak-ng has no voice '%s'; `espeak-ng --voices` lists them (e.g. en, en-us, de, en+f3)",
+                 self->voice);
+        fail(error, "unknown-voice", message);
+        espeak_destroy(self);
+        return false;
+    }
+    self->ring = (uint8_t *)malloc(self->ring_capacity);
+    if (self->ring == NULL) {
+        fail(error, "out-of-memory", "cannot allocate the audio buffer; lower `buffer`");
+        espeak_destroy(self);
+        return false;
+    }
+    const int started = pthread_create(&self->thread, NULL, synthesis_thread, self);
+    if (started != 0) {
+        snprintf(message, sizeof message, "cannot start the synthesis thread (%s)", strerror(started));
+        fail(error, "thread-failed", message);
+        espeak_destroy(self);
+        return false;
+    }
+    self->thread_started = true;
+    pthread_setname_np(self->thread, "sluice-espeak");
+
+    provider->instance = self;
+    provider->vtable = &espeak_vtable;
+    return true;
+}
+
+static bool factory_create_processor(const sluice_node_factory_t *factory, const char *type_name,
+                                     const sluice_param_value_t *params, uint32_t param_count,
+                                     sluice_processor_t *processor, sluice_error_t *error) {
+    (void)factory, (void)params, (void)param_count, (void)processor;
+    char message[256];
+    snprintf(message, sizeof message, "this plugin has no processor named '%s'", type_name);
+    fail(error, "unknown-type", message);
+    return false;
+}
+
+static const sluice_node_factory_t factory = {
+    factory_count, factory_get_descriptor, factory_create_provider, factory_create_processor,
+};
+
+/* MARK: Entry */
+
+static bool entry_init(const char *plugin_path) {
+    (void)plugin_path; /* espeak-ng starts at the first create, not when the plugin is listed */
+    return true;
+}
+
+static void entry_deinit(void) {
+    /* espeak-ng stays initialised: the library stays mapped, and a later load reuses it. */
+}
+
+static const void *entry_get_factory(const char *factory_id) {
+    return strcmp(factory_id, SLUICE_NODE_FACTORY_ID) == 0 ? &factory : NULL;
+}
+
+static const sluice_plugin_entry_t entry = {
+    SLUICE_ABI_VERSION, entry_init, entry_deinit, entry_get_factory,
+};
+
+SLUICE_EXPORT const sluice_plugin_entry_t *sluice_plugin_entry(void) {
+    return &entry;
+}
