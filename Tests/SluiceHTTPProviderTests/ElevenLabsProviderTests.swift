@@ -42,7 +42,8 @@ import Testing
     func request() throws {
         let server = try HTTPTestServer { request in
             if let problem = Self.check(request, format: "pcm_22050") { return .error(400, json: #"{"detail": "\#(problem)"}"#) }
-            return .init(body: Self.speech(request.json?["text"] as? String ?? ""), chunkSizes: 1...9_000)
+            // Streamed as the API streams it: chunked transfer encoding.
+            return .init(body: Self.speech(request.json?["text"] as? String ?? ""), chunkSizes: 1...9_000, chunked: true)
         }
         let texts = ["Hello there.", "How are you?"]
         let (samples, report) = try Self.render(

@@ -19,18 +19,18 @@ import Testing
     }
 
     /// Serves each request the speech for the text in its JSON body.
-    static func speechServer(chunks: ClosedRange<Int>, delay: Double = 0) throws -> HTTPTestServer {
+    static func speechServer(chunks: ClosedRange<Int>, delay: Double = 0, chunked: Bool = false) throws -> HTTPTestServer {
         try HTTPTestServer(seed: UInt64(chunks.upperBound)) { request in
             let text = request.json?["input"] as? String ?? ""
-            return .init(body: speech(text), chunkSizes: chunks, delay: delay)
+            return .init(body: speech(text), chunkSizes: chunks, delay: delay, chunked: chunked)
         }
     }
 
-    @Test("requests follow the templates and the audio is bit-exact, in random chunks fast or slow", arguments: [
-        (1...65_536, 0.0), (1...3, 0.0), (1...700, 0.002),
+    @Test("requests follow the templates and the audio is bit-exact, in random chunks fast or slow, chunked or not", arguments: [
+        (1...65_536, 0.0, false), (1...3, 0.0, false), (1...700, 0.002, false), (1...65_536, 0.0, true), (1...5, 0.0, true),
     ])
-    func bitExact(_ chunks: ClosedRange<Int>, _ delay: Double) throws {
-        let server = try Self.speechServer(chunks: chunks, delay: delay)
+    func bitExact(_ chunks: ClosedRange<Int>, _ delay: Double, _ chunked: Bool) throws {
+        let server = try Self.speechServer(chunks: chunks, delay: delay, chunked: chunked)
         let texts = ["Hello there.", "Ünïcode & \"quotes\"?", "Bye."]
         let (samples, report) = try withEnvironment(["SLUICE_TEST_HTTP_PCM_TOKEN": "tok-123"]) {
             let graph = try Providers.graph(plugin: "http-pcm", voice: Self.voice(server), rate: 16_000)
@@ -97,12 +97,13 @@ import Testing
     }
 
     @Test("a connection dropped mid-stream or a stalled transfer is typed; what arrived plays out faded", arguments: [
-        (HTTPTestServer.Ending.drop(afterBytes: 5_001), "connection-lost", 5_000),
-        (.stall(afterBytes: 3_000), "stalled", 3_000),
+        (HTTPTestServer.Ending.drop(afterBytes: 5_001), false, "connection-lost", 5_000),
+        (.drop(afterBytes: 4_001), true, "connection-lost", 4_000),
+        (.stall(afterBytes: 3_000), false, "stalled", 3_000),
     ])
-    func brokenTransfer(_ ending: HTTPTestServer.Ending, _ code: String, _ wholeFrameBytes: Int) throws {
+    func brokenTransfer(_ ending: HTTPTestServer.Ending, _ chunked: Bool, _ code: String, _ wholeFrameBytes: Int) throws {
         let second = Self.speech("second")
-        let (samples, report, _) = try failing(.init(body: second, chunkSizes: 1...1_000, ending: ending))
+        let (samples, report, _) = try failing(.init(body: second, chunkSizes: 1...1_000, ending: ending, chunked: chunked))
         #expect(report.failureCodes["voice"] == code)
         // An odd byte at the break is a partial frame: the aligner drops it. A stall is
         // abandoned after stall-timeout (0.3 s here).

@@ -53,11 +53,15 @@ public final class HTTPTestServer: @unchecked Sendable {
         /// Seconds between chunks (0: as fast as the socket takes them).
         public var delay: Double
         public var ending: Ending
+        /// `Transfer-Encoding: chunked` (one HTTP chunk per send, as streaming APIs answer)
+        /// instead of a Content-Length.
+        public var chunked: Bool
 
         public init(
             status: Int = 200, contentType: String = "audio/pcm", body: [UInt8], chunkSizes: ClosedRange<Int> = 1...65_536,
-            delay: Double = 0, ending: Ending = .complete
+            delay: Double = 0, ending: Ending = .complete, chunked: Bool = false
         ) {
+            self.chunked = chunked
             self.status = status
             self.contentType = contentType
             self.body = body
@@ -228,7 +232,8 @@ public final class HTTPTestServer: @unchecked Sendable {
     /// Sends `reply`; false when the connection must close.
     private func respond(_ fd: Int32, _ reply: Reply) -> Bool {
         let reason = [200: "OK", 401: "Unauthorized", 429: "Too Many Requests", 500: "Internal Server Error"][reply.status] ?? "Status"
-        let head = "HTTP/1.1 \(reply.status) \(reason)\r\nContent-Type: \(reply.contentType)\r\nContent-Length: \(reply.body.count)\r\n\r\n"
+        let length = reply.chunked ? "Transfer-Encoding: chunked" : "Content-Length: \(reply.body.count)"
+        let head = "HTTP/1.1 \(reply.status) \(reason)\r\nContent-Type: \(reply.contentType)\r\n\(length)\r\n\r\n"
         guard sendAll(fd, Array(head.utf8)[...]) != nil else { return false }
         let limit: Int =
             switch reply.ending {
@@ -242,7 +247,9 @@ public final class HTTPTestServer: @unchecked Sendable {
         var offset = 0
         while offset < limit {
             let size = min(limit - offset, lock.withLock { Int.random(in: reply.chunkSizes, using: &generator) })
-            guard let blocked = sendAll(fd, reply.body[offset..<offset + size]) else { return false }
+            var piece = reply.body[offset..<offset + size]
+            if reply.chunked { piece = ArraySlice(Array("\(String(size, radix: 16))\r\n".utf8) + piece + Array("\r\n".utf8)) }
+            guard let blocked = sendAll(fd, piece) else { return false }
             offset += size
             lock.withLock {
                 transfers[index].bytesSent = offset
@@ -250,13 +257,16 @@ public final class HTTPTestServer: @unchecked Sendable {
             }
             if reply.delay > 0 { Thread.sleep(forTimeInterval: reply.delay) }
         }
-        lock.withLock { transfers[index].finished = Self.now() }
         switch reply.ending {
         case .complete:
+            if reply.chunked && sendAll(fd, Array("0\r\n\r\n".utf8)[...]) == nil { return false }
+            lock.withLock { transfers[index].finished = Self.now() }
             return true
         case .drop:
+            lock.withLock { transfers[index].finished = Self.now() }
             return false
         case .stall:
+            lock.withLock { transfers[index].finished = Self.now() }
             // Hold the connection silently until the client (or stop) closes it.
             var byte: UInt8 = 0
             while recv(fd, &byte, 1, 0) > 0 {}
