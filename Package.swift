@@ -58,6 +58,7 @@ let package = Package(
         .library(name: "SluiceNodes", targets: ["SluiceNodes"]),
         .library(name: "SluiceConfig", targets: ["SluiceConfig"]),
         .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
+        .library(name: "SluiceSpeech", targets: ["SluiceSpeech"]),
         .executable(name: "sluice", targets: ["sluice"]),
         // The plugin ABI (C headers), the loader, and the kit Swift plugins link.
         .library(name: "SluicePluginABI", targets: ["SluicePluginABI"]),
@@ -97,6 +98,8 @@ let package = Package(
             dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSndFile"]
         ),
         .target(name: "SluiceJACK", dependencies: ["SluiceGraph", "SluiceRT", "SluiceAudio", "CJack"]),
+        // The streaming speech API: text chunking (the controller will live here).
+        .target(name: "SluiceSpeech"),
         .target(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
@@ -181,6 +184,7 @@ let package = Package(
             name: "SluiceGraphTests",
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
+        .testTarget(name: "SluiceSpeechTests", dependencies: ["SluiceSpeech"]),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
         .testTarget(
             name: "SluiceJACKTests",

@@ -1,0 +1,95 @@
+import SluiceSpeech
+import Testing
+
+/// Streamed text into utterances: sentence ends found, false ends (abbreviations, decimals,
+/// ellipses) ignored, long sentences cut at clauses, and the same utterances whether the text
+/// arrives whole or a few characters at a time.
+@Suite struct SentenceChunkerTests {
+    /// The utterances of `text` appended in pieces of `size` characters, then finished.
+    static func chunks(_ text: String, pieces size: Int, maximumLength: Int = 200) -> [SentenceChunker.Utterance] {
+        var chunker = SentenceChunker(maximumLength: maximumLength)
+        var utterances: [SentenceChunker.Utterance] = []
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            utterances += chunker.append(String(rest.prefix(size)))
+            rest = rest.dropFirst(size)
+        }
+        return utterances + chunker.finish()
+    }
+
+    static func texts(_ text: String, pieces size: Int = 1_000_000, maximumLength: Int = 200) -> [String] {
+        chunks(text, pieces: size, maximumLength: maximumLength).map(\.text)
+    }
+
+    @Test("sentences end at . ! ? followed by space, closing quotes included")
+    func sentences() {
+        #expect(Self.texts("Hello there. How are you? I'm fine! \"Really?\" she asked.") == [
+            "Hello there.", "How are you?", "I'm fine!", "\"Really?\"", "she asked.",
+        ])
+    }
+
+    @Test("abbreviations, initials, decimals, versions, dotted names and ellipses do not split", arguments: [
+        "Dr. Smith met Mr. Jones at 3 p.m. on Jan. 5 to discuss e.g. the budget.",
+        "J. R. R. Tolkien wrote it.",
+        "Pi is about 3.14159 and the build is v2.0.1 today.",
+        "The U.S.A. team visited example.com yesterday.",
+        "Well... I suppose so.",
+        "Wait… what happened here.",
+    ])
+    func noFalseEnds(_ sentence: String) {
+        #expect(Self.texts(sentence + " Next one.") == [sentence, "Next one."])
+    }
+
+    @Test("an ellipsis with ?! still ends; a blank line ends a paragraph; 。！？ need no space")
+    func otherEnds() {
+        #expect(Self.texts("Really...? Yes.") == ["Really...?", "Yes."])
+        #expect(Self.texts("A heading\n\nThe body.") == ["A heading", "The body."])
+        #expect(Self.texts("你好。今天天气很好！是吗？") == ["你好。", "今天天气很好！", "是吗？"])
+    }
+
+    @Test("streamed a few characters at a time, the utterances and their ranges equal the whole text's", arguments: [1, 2, 3, 5, 7, 13])
+    func streamed(_ size: Int) {
+        let text = """
+            The quick brown fox, who had been running since dawn, finally stopped. Dr. Who? \
+            Version 3.5 shipped... eventually. "Wow!" Then, after a long pause, a very long sentence began, \
+            and it went on and on; it listed things: apples, oranges, pears, plums, cherries, grapes, melons \
+            and many other fruits that nobody had ever heard of before that day.
+            """
+        let whole = Self.chunks(text, pieces: text.count, maximumLength: 120)
+        #expect(Self.chunks(text, pieces: size, maximumLength: 120) == whole)
+        // Every range points at its text.
+        let characters = Array(text)
+        for utterance in whole {
+            #expect(String(characters[utterance.range]) == utterance.text)
+        }
+        #expect(whole.count >= 6)
+    }
+
+    @Test("a long sentence is cut at clause boundaries, each piece within the maximum")
+    func clauses() {
+        let sentence = "When the river rose that spring, the villagers moved their animals to the hill, "
+            + "carried the grain to the church loft, and waited; the water, brown and fast, kept rising "
+            + "for three days before it finally fell."
+        let pieces = Self.texts(sentence, maximumLength: 80)
+        #expect(pieces.count >= 3)
+        #expect(pieces.allSatisfy { $0.count <= 80 })
+        #expect(pieces.dropLast().allSatisfy { [",", ";", ":"].contains($0.last!) })
+        #expect(pieces.joined(separator: " ") == sentence)
+    }
+
+    @Test("a sentence is released as soon as the next piece shows it ended, not at finish")
+    func earlyRelease() {
+        var chunker = SentenceChunker()
+        #expect(chunker.append("Hello there.").isEmpty)  // 3.5? "." alone cannot be judged yet
+        #expect(chunker.append(" How").map(\.text) == ["Hello there."])
+        #expect(chunker.pendingText == " How")
+        #expect(chunker.append(" are you").isEmpty)
+        #expect(chunker.finish().map(\.text) == ["How are you"])
+    }
+
+    @Test("whitespace-only pieces make no utterance")
+    func whitespace() {
+        #expect(Self.texts("  \n  ").isEmpty)
+        #expect(Self.texts("One.   \n\n   Two.") == ["One.", "Two."])
+    }
+}
