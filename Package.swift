@@ -58,6 +58,7 @@ let package = Package(
         .library(name: "SluiceNodes", targets: ["SluiceNodes"]),
         .library(name: "SluiceConfig", targets: ["SluiceConfig"]),
         .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
+        .library(name: "SluiceSpeech", targets: ["SluiceSpeech"]),
         .executable(name: "sluice", targets: ["sluice"]),
         // The plugin ABI (C headers), the loader, and the kit Swift plugins link.
         .library(name: "SluicePluginABI", targets: ["SluicePluginABI"]),
@@ -78,6 +79,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // MARK: System-library shims
@@ -100,6 +102,12 @@ let package = Package(
         .target(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
+        ),
+        // Speech on top of the providers: for now the synthesis cache (SHA-256 keys via
+        // swift-crypto, entries on disk under the XDG cache folder).
+        .target(
+            name: "SluiceSpeech",
+            dependencies: ["SluiceAudio", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
         // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
@@ -182,6 +190,10 @@ let package = Package(
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
+        .testTarget(
+            name: "SluiceSpeechTests",
+            dependencies: ["SluiceSpeech", "SluiceAudio", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(
             name: "SluiceJACKTests",
             dependencies: [
