@@ -79,6 +79,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // MARK: System-library shims
@@ -103,6 +104,12 @@ let package = Package(
         .target(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
+        ),
+        // Speech on top of the providers: for now the synthesis cache (SHA-256 keys via
+        // swift-crypto, entries on disk under the XDG cache folder).
+        .target(
+            name: "SluiceSpeech",
+            dependencies: ["SluiceAudio", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
         // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
@@ -186,6 +193,10 @@ let package = Package(
         ),
         .testTarget(name: "SluiceSpeechTests", dependencies: ["SluiceSpeech"]),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
+        .testTarget(
+            name: "SluiceSpeechTests",
+            dependencies: ["SluiceSpeech", "SluiceAudio", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(
             name: "SluiceJACKTests",
             dependencies: [
