@@ -99,14 +99,12 @@ let package = Package(
             dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSndFile"]
         ),
         .target(name: "SluiceJACK", dependencies: ["SluiceGraph", "SluiceRT", "SluiceAudio", "CJack"]),
-        // The streaming speech API: text chunking (the controller will live here).
-        .target(name: "SluiceSpeech"),
         .target(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
         ),
-        // Speech on top of the providers: for now the synthesis cache (SHA-256 keys via
-        // swift-crypto, entries on disk under the XDG cache folder).
+        // Speech on top of the providers: for now text chunking and the synthesis cache
+        // (SHA-256 keys via swift-crypto, entries on disk under the XDG cache folder).
         .target(
             name: "SluiceSpeech",
             dependencies: ["SluiceAudio", .product(name: "Crypto", package: "swift-crypto")]
@@ -191,7 +189,6 @@ let package = Package(
             name: "SluiceGraphTests",
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
-        .testTarget(name: "SluiceSpeechTests", dependencies: ["SluiceSpeech"]),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
         .testTarget(
             name: "SluiceSpeechTests",
