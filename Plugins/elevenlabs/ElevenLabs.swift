@@ -123,7 +123,7 @@ struct ElevenLabs: HTTPSpeechService {
         case (401, "quota_exceeded"), (402, _):
             return .fail(PluginError(code: "quota-exceeded", message: "ElevenLabs: the character quota is used up\(message.map { ": \($0)" } ?? "")"))
         case (401, _):
-            return .fail(ServiceSupport.invalidKey("ElevenLabs", variable: keyVariable, detail: message))
+            return .fail(HTTPErrors.invalidKey("ElevenLabs", variable: keyVariable, detail: message))
         case (429, "system_busy"):
             return .retry(PluginError(code: "system-busy", message: "ElevenLabs is busy (HTTP 429)\(message.map { ": \($0)" } ?? "")"))
         case (429, "too_many_concurrent_requests"):
@@ -133,7 +133,7 @@ struct ElevenLabs: HTTPSpeechService {
         case (429, _):
             return .retry(PluginError(code: "rate-limited", message: "ElevenLabs: rate limited (HTTP 429)\(message.map { ": \($0)" } ?? "")"))
         case (500..., _):
-            return .fail(ServiceSupport.serverError("ElevenLabs", response, detail: message))
+            return .fail(HTTPErrors.serverError("ElevenLabs", response, detail: message))
         default:
             return .fail(HTTPErrors.generic(response, service: "ElevenLabs", detail: message))
         }

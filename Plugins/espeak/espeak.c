@@ -81,7 +81,8 @@ static const sluice_node_descriptor_t espeak_descriptor = {
 #define WAIT_BACKSTOP_NS (20 * 1000 * 1000)
 /* How long `read` waits for audio the synthesis is about to deliver (the current utterance's
  * text is complete) before it returns "would block": short, as provider.h asks, but long
- * enough that the host rarely polls, and an offline render keeps pace with synthesis. */
+ * enough that the host rarely polls. (Offline renders no longer need it: the renderer stands
+ * its clock still while a provider has nothing yet.) */
 #define READ_WAIT_NS (5 * 1000 * 1000)
 
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;

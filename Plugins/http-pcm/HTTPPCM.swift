@@ -83,9 +83,9 @@ struct HTTPPCM: HTTPSpeechService {
 
     func failure(for response: HTTPResponse) -> HTTPFailure {
         switch response.status {
-        case 401, 403: .fail(ServiceSupport.invalidKey("The server", variable: nil, detail: nil))
+        case 401, 403: .fail(HTTPErrors.invalidKey("The server", variable: nil, detail: nil))
         case 429: .retry(PluginError(code: "rate-limited", message: "the server asked to slow down (HTTP 429)"))
-        case 500...: .fail(ServiceSupport.serverError("The server", response, detail: nil))
+        case 500...: .fail(HTTPErrors.serverError("The server", response, detail: nil))
         default: .fail(HTTPErrors.generic(response, service: "The server"))
         }
     }

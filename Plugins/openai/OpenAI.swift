@@ -73,13 +73,13 @@ struct OpenAISpeech: HTTPSpeechService {
         let code = (error?["code"] as? String) ?? (error?["type"] as? String)
         switch (response.status, code) {
         case (401, _):
-            return .fail(ServiceSupport.invalidKey("OpenAI", variable: keyVariable, detail: message))
+            return .fail(HTTPErrors.invalidKey("OpenAI", variable: keyVariable, detail: message))
         case (429, "insufficient_quota"):
             return .fail(PluginError(code: "quota-exceeded", message: "OpenAI: the quota is used up\(message.map { ": \($0)" } ?? "")"))
         case (429, _):
             return .retry(PluginError(code: "rate-limited", message: "OpenAI: rate limited (HTTP 429)\(message.map { ": \($0)" } ?? "")"))
         case (500..., _):
-            return .fail(ServiceSupport.serverError("OpenAI", response, detail: message))
+            return .fail(HTTPErrors.serverError("OpenAI", response, detail: message))
         default:
             return .fail(HTTPErrors.generic(response, service: "OpenAI", detail: message))
         }

@@ -37,7 +37,7 @@ public enum HTTPFailure: Sendable, Hashable {
     case fail(PluginError)
 }
 
-/// The failures every HTTP service shares: the engine's own codes.
+/// The typed errors every HTTP service shares, named the same in every provider.
 public enum HTTPErrors {
     /// A status the service has no specific meaning for: `http-<status>` with the server's
     /// message when it sent a short one.
@@ -47,6 +47,21 @@ public enum HTTPErrors {
         return PluginError(
             code: "http-\(response.status)",
             message: "\(service): \(kind) with HTTP \(response.status)\(reason.map { ": \($0)" } ?? "")")
+    }
+
+    /// HTTP 401: the key was refused; `variable` names where it came from.
+    public static func invalidKey(_ service: String, variable: String?, detail: String?) -> PluginError {
+        let fix = variable.map { "check the key in \($0)" } ?? "check the credentials"
+        return PluginError(
+            code: "invalid-key",
+            message: "\(service) refused the API key (HTTP 401)\(detail.map { ": \($0)" } ?? ""); \(fix)")
+    }
+
+    /// HTTP 5xx.
+    public static func serverError(_ service: String, _ response: HTTPResponse, detail: String?) -> PluginError {
+        PluginError(
+            code: "server-error",
+            message: "\(service) failed with HTTP \(response.status)\((detail ?? shortText(response.body)).map { ": \($0)" } ?? "")")
     }
 
     /// The body as one line when it is short printable text, else nil.

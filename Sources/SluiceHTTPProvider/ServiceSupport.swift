@@ -1,7 +1,8 @@
 import Foundation
 import SluicePluginKit
 
-/// Small pieces the HTTP services share: JSON bodies, keys from the environment, base URLs.
+/// Small pieces the HTTP services share: JSON bodies, keys from the environment, base URLs
+/// (their shared errors are `HTTPErrors`).
 public enum ServiceSupport {
     /// `object` as compact JSON with sorted keys (stable bodies, easy to check in tests).
     public static func json(_ object: [String: Any]) -> [UInt8] {
@@ -41,19 +42,5 @@ public enum ServiceSupport {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
-    }
-
-    /// The typed errors HTTP speech services share, named the same in every provider.
-    public static func invalidKey(_ service: String, variable: String?, detail: String?) -> PluginError {
-        let fix = variable.map { "check the key in \($0)" } ?? "check the credentials"
-        return PluginError(
-            code: "invalid-key",
-            message: "\(service) refused the API key (HTTP 401)\(detail.map { ": \($0)" } ?? ""); \(fix)")
-    }
-
-    public static func serverError(_ service: String, _ response: HTTPResponse, detail: String?) -> PluginError {
-        PluginError(
-            code: "server-error",
-            message: "\(service) failed with HTTP \(response.status)\((detail ?? HTTPErrors.shortText(response.body)).map { ": \($0)" } ?? "")")
     }
 }

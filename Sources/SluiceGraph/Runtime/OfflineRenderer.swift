@@ -212,9 +212,7 @@ public final class OfflineRenderer: @unchecked Sendable {
         for index in sinks.indices {
             let playhead = sinks[index].playhead
             guard playhead.state == .playing else { return 1 }
-            let available = sinks[index].writer.writtenUnits.load(ordering: .acquiring) - playhead.playedFrames
-            let period = block * playhead.sampleRate / primaryRate + 1
-            periods = min(periods, available / period)
+            periods = min(periods, bufferedFrames(sinks[index]) / periodFrames(playhead, block: block, primaryRate: primaryRate))
         }
         return max(1, periods)
     }
@@ -227,14 +225,23 @@ public final class OfflineRenderer: @unchecked Sendable {
             switch playhead.state {
             case .finished: continue
             case .buffering:
-                let available = sinks[index].writer.writtenUnits.load(ordering: .acquiring) - playhead.playedFrames
-                if available < min(max(playhead.watermarkFrames, 1), playhead.capacityFrames) { return true }
+                if bufferedFrames(sinks[index]) < min(max(playhead.watermarkFrames, 1), playhead.capacityFrames) { return true }
             case .playing:
-                let available = sinks[index].writer.writtenUnits.load(ordering: .acquiring) - playhead.playedFrames
-                if available < block * playhead.sampleRate / primaryRate + 1 { return true }
+                if bufferedFrames(sinks[index]) < periodFrames(playhead, block: block, primaryRate: primaryRate) { return true }
             }
         }
         return false
+    }
+
+    /// Frames in a sink's buffer not yet played.
+    private func bufferedFrames(_ sink: GraphRuntime.SinkSlot) -> Int {
+        sink.writer.writtenUnits.load(ordering: .acquiring) - sink.playhead.playedFrames
+    }
+
+    /// The most frames a sink renders in one period: a block at the primary rate, scaled to
+    /// the sink's rate, plus one for rounding.
+    private func periodFrames(_ playhead: Playhead, block: Int, primaryRate: Int) -> Int {
+        block * playhead.sampleRate / primaryRate + 1
     }
 
     /// A loop, not `allSatisfy`: this runs every tick and must not allocate, even unoptimized.
