@@ -103,11 +103,14 @@ let package = Package(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
         ),
-        // Speech on top of the providers: for now text chunking and the synthesis cache
-        // (SHA-256 keys via swift-crypto, entries on disk under the XDG cache folder).
+        // The streaming speech API over a graph: the controller, text chunking, the synthesis
+        // cache (SHA-256 keys via swift-crypto, entries under the XDG cache folder).
         .target(
             name: "SluiceSpeech",
-            dependencies: ["SluiceAudio", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "SluiceAudio", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceJACK", "SluicePlugins",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
 
         // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
@@ -136,7 +139,7 @@ let package = Package(
             name: "sluice",
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK", "CSndFile",
-                "SluicePlugins",
+                "SluicePlugins", "SluiceSpeech",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -192,7 +195,10 @@ let package = Package(
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
         .testTarget(
             name: "SluiceSpeechTests",
-            dependencies: ["SluiceSpeech", "SluiceAudio", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "SluiceSpeech", "SluiceAudio", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluicePlugins",
+                "JackTestSupport", "SluiceTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "SluiceJACKTests",

@@ -549,6 +549,7 @@ static uint32_t espeak_get_counters(void *instance, sluice_counter_t *counters, 
 static const sluice_provider_vtable_t espeak_vtable = {
     espeak_get_format, espeak_begin_utterance, espeak_push_text, espeak_end_utterance, espeak_end_text,
     espeak_read,       espeak_cancel,          espeak_destroy,   espeak_get_counters,
+    NULL, /* get_capabilities: whole utterances only; espeak-ng synthesises a whole text per call */
 };
 
 /* MARK: Factory */

@@ -184,7 +184,8 @@ final class ProviderBox: Sendable {
         vtable.initialize(to: sluice_provider_vtable_t(
             get_format: providerGetFormat, begin_utterance: providerBeginUtterance, push_text: providerPushText,
             end_utterance: providerEndUtterance, end_text: providerEndText, read: providerRead,
-            cancel: providerCancel, destroy: providerDestroy, get_counters: providerGetCounters))
+            cancel: providerCancel, destroy: providerDestroy, get_counters: providerGetCounters,
+            get_capabilities: providerGetCapabilities))
         return vtable
     }()
 
@@ -291,6 +292,12 @@ func providerGetCounters(
             counters?[index] = sluice_counter_t(name: CounterNames.shared.cString(counter.name), value: counter.value)
         }
         return UInt32(values.count)
+    }
+}
+
+func providerGetCapabilities(_ instance: UnsafeMutableRawPointer?) -> UInt32 {
+    ProviderBox.with(instance) { box in
+        box.provider.acceptsIncrementalText ? UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) : 0
     }
 }
 

@@ -67,10 +67,15 @@ public protocol Provider: AnyObject, Sendable {
     /// [any-thread] Counters for `--stats json` ("peak-buffered-bytes", "retries"); names
     /// follow the parameter-name rules. None by default.
     var counters: [Counter] { get }
+    /// [any-thread] Whether speech of an utterance may begin before `endUtterance`
+    /// (`SLUICE_PROVIDER_INCREMENTAL_TEXT`): hosts then push tokens as they arrive. False by
+    /// default: hosts hand over whole sentences.
+    var acceptsIncrementalText: Bool { get }
 }
 
 extension Provider {
     public var counters: [Counter] { [] }
+    public var acceptsIncrementalText: Bool { false }
 }
 
 /// A named count a provider keeps about its own work.

@@ -3,44 +3,88 @@ import SluiceGraph
 import SluicePluginABI
 import Synchronization
 
+/// Audio of whole utterances kept between runs (the speech controller's synthesis cache),
+/// looked up by the utterance's text; which provider and settings made it is the cache's own
+/// business.
+public protocol UtteranceAudioCache: Sendable {
+    /// [control] The stored audio of `text` in `format`, or nil when there is none.
+    func audio(for text: String, format: PCMFormat) -> [UInt8]?
+    /// [source] Keeps the audio the provider synthesised for `text`.
+    func store(_ audio: [UInt8], for text: String, format: PCMFormat)
+}
+
 /// A plugin provider as a graph `TextDrivenSource`: text in, PCM bytes out on its one output.
 ///
 /// Text: each `receive(text:)` is one utterance (`begin_utterance`, `push_text`,
-/// `end_utterance`); `beginUtterance()`, `push(text:)` and `endUtterance()` hand an
+/// `end_utterance`); `beginUtterance(at:)`, `push(text:)` and `endUtterance()` hand an
 /// utterance over piece by piece (tokens from a language model). `finishText()` is
 /// `end_text`. A text call the plugin refuses fails the stream at the next `produce`.
 ///
 /// Audio: `produce` calls `read` once into the output's room. Utterance markers are placed
 /// at the byte positions the provider's reads imply: `utteranceStart(k)` before the first
-/// byte (or the end) of the k-th utterance, `utteranceEnd(k)` where `read` returned
-/// SLUICE_READ_UTTERANCE_END; ids count from 0 in the order utterances were begun. "Would
+/// byte (or the end) of the k-th utterance, followed at the same position by `textSpan` (the
+/// utterance's UTF-8 byte range in the whole text: `receive(text:at:)`'s offset, or the
+/// texts received so far laid end to end); `utteranceEnd(k)` where `read` returned
+/// SLUICE_READ_UTTERANCE_END. Ids count from 0 in the order utterances were begun. "Would
 /// block" returns at once with nothing produced (the graph calls again within a
 /// millisecond); an error fails the stream with the plugin's code and message.
 ///
+/// With a cache (`useCache`), a whole utterance whose audio is stored is not sent to the
+/// plugin: its turn plays the stored bytes. One the plugin synthesises is stored once its
+/// `read` returned SLUICE_READ_UTTERANCE_END (never after a failure or a cancel).
+///
 /// `cancel()` calls the plugin's `cancel` and ends the stream at the next `produce`. The
 /// instance is destroyed when the node goes.
-public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
+public final class PluginProviderSource: IncrementalTextSource, @unchecked Sendable {
     // SAFETY (@unchecked Sendable): the plugin synchronises its text calls against `read`
-    // (provider.h); `cancelled` and `textFailure` are atomic or behind a Mutex; the read
-    // state (`inUtterance`, `utterance`, `position`) is touched only by `produce`, on the
-    // source thread.
+    // (provider.h); `cancelled` is atomic, `textFailure` and `plan` are behind Mutexes; the
+    // read state (`inUtterance`, `utterance`, `position`, …) is touched only by `produce`, on
+    // the source thread.
 
     /// The library stays loaded (and its `deinit` waits) while this node lives.
     public let library: PluginLibrary
     public let typeName: String
     /// The format `read` delivers, from the plugin's `get_format`.
     public let format: PCMFormat
+    /// Whether the plugin speaks an utterance before its text is complete
+    /// (SLUICE_PROVIDER_INCREMENTAL_TEXT).
+    public let acceptsIncrementalText: Bool
     private let instance: UnsafeMutableRawPointer
     private let vtable: UnsafePointer<sluice_provider_vtable_t>
     private let cancelled = Atomic<Bool>(false)
     private let textFailure = Mutex<SourceFailure?>(nil)
     private let textLock = Mutex<Void>(())
+    private let plan = Mutex(Plan())
+
+    /// One utterance as the control side planned it.
+    struct PlannedUtterance {
+        var start: Int
+        var end: Int
+        /// Its text is complete (the span will not grow).
+        var complete: Bool
+        /// Stored audio played in place of the plugin's; dropped once played.
+        var cached: [UInt8]?
+        /// The text to store the plugin's audio under, when a cache is in use.
+        var storeAs: String?
+    }
+
+    struct Plan {
+        var utterances: [PlannedUtterance] = []
+        var nextOffset = 0
+        var cache: (any UtteranceAudioCache)?
+    }
+
+    /// Bytes of one utterance recorded for the cache at most; longer ones are not stored.
+    static let largestCachedUtterance = 32 << 20
 
     // Read state: the source thread's.
     private var inUtterance = false
     private var utterance: UInt32 = 0
     private var position = 0
     private var finished = false
+    private var emittedSpanEnd = 0
+    private var cachedRead = 0
+    private var recording: [UInt8]?
 
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
@@ -63,6 +107,7 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
         self.library = library
         typeName = name
         self.format = format
+        acceptsIncrementalText = (v.get_capabilities?(instance) ?? 0) & UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) != 0
         self.instance = instance
         self.vtable = vtable
     }
@@ -90,20 +135,64 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
 
     // MARK: Text
 
-    /// [control] One whole utterance.
-    public func receive(text: String) {
-        beginUtterance()
-        push(text: text)
-        endUtterance()
+    /// [control] Keeps and replays whole utterances' audio through `cache`. Set before any text.
+    public func useCache(_ cache: (any UtteranceAudioCache)?) {
+        plan.withLock { $0.cache = cache }
     }
 
-    /// [control] Starts an utterance whose text follows in `push(text:)` calls.
+    /// [control] One whole utterance, placed after the text received so far.
+    public func receive(text: String) {
+        receive(text: text, at: plan.withLock { $0.nextOffset })
+    }
+
+    /// [control] One whole utterance whose text starts at UTF-8 byte `offset` of the whole text.
+    public func receive(text: String, at offset: Int) {
+        let cached = plan.withLock { plan -> Bool in
+            var planned = PlannedUtterance(start: offset, end: offset + text.utf8.count, complete: true)
+            if let cache = plan.cache {
+                planned.cached = cache.audio(for: text, format: format)
+                if planned.cached == nil { planned.storeAs = text }
+            }
+            plan.utterances.append(planned)
+            plan.nextOffset = planned.end
+            return planned.cached != nil
+        }
+        // A stored utterance never reaches the plugin: its turn plays the stored audio.
+        guard !cached else { return }
+        textCall { instance, error in vtable.pointee.begin_utterance!(instance, error) }
+        push(text, growingSpan: false)
+        textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
+    }
+
+    /// [control] Starts an utterance whose text follows in `push(text:)` calls, placed after
+    /// the text received so far.
     public func beginUtterance() {
+        beginUtterance(at: plan.withLock { $0.nextOffset })
+    }
+
+    /// [control] Starts an utterance whose text starts at UTF-8 byte `offset` of the whole
+    /// text and follows in `push(text:)` calls. Not cached: its text is not known in advance.
+    public func beginUtterance(at offset: Int) {
+        plan.withLock { plan in
+            plan.utterances.append(PlannedUtterance(start: offset, end: offset, complete: false))
+            plan.nextOffset = offset
+        }
         textCall { instance, error in vtable.pointee.begin_utterance!(instance, error) }
     }
 
     /// [control] Appends text (a token, a word) to the current utterance.
     public func push(text: String) {
+        push(text, growingSpan: true)
+    }
+
+    private func push(_ text: String, growingSpan: Bool) {
+        if growingSpan {
+            plan.withLock { plan in
+                guard !plan.utterances.isEmpty else { return }
+                plan.utterances[plan.utterances.count - 1].end += text.utf8.count
+                plan.nextOffset = plan.utterances[plan.utterances.count - 1].end
+            }
+        }
         var text = text
         textCall { instance, error in
             text.withUTF8 { bytes in
@@ -117,6 +206,10 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
 
     /// [control] The current utterance's text is complete.
     public func endUtterance() {
+        plan.withLock { plan in
+            guard !plan.utterances.isEmpty else { return }
+            plan.utterances[plan.utterances.count - 1].complete = true
+        }
         textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
     }
 
@@ -143,6 +236,12 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
         if let failure = textFailure.withLock({ $0 }) { return .failed(failure) }
         let room = io.bytes(output: 0)
         guard let base = room.baseAddress, room.count > 0 else { return .more }
+        let planned = plan.withLock { plan in
+            Int(utterance) < plan.utterances.count ? plan.utterances[Int(utterance)] : nil
+        }
+        if let planned, let cached = planned.cached {
+            return playCached(cached, planned, into: base, room: room.count, &io)
+        }
         var written = 0
         var error = sluice_error_t()
         // SAFETY: `base` addresses `room.count` writable bytes of the output edge for this
@@ -154,20 +253,23 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
                 return .failed(SourceFailure(
                     code: "plugin-read", message: "'\(typeName)' reported \(written) bytes read into \(room.count) bytes of room"))
             }
-            startUtteranceIfNeeded(&io)
+            startUtteranceIfNeeded(planned, &io)
+            record(UnsafeRawBufferPointer(start: base, count: written), planned)
             io.produce(written, output: 0)
             position += written
             return .more
         case sluice_read_status_t(SLUICE_READ_UTTERANCE_END):
-            startUtteranceIfNeeded(&io)
-            io.emit(Marker(position: position, event: .utteranceEnd(UtteranceID(utterance))), on: 0)
-            inUtterance = false
-            utterance &+= 1
+            startUtteranceIfNeeded(planned, &io)
+            if let text = planned?.storeAs, let audio = recording, let cache = plan.withLock({ $0.cache }) {
+                cache.store(audio, for: text, format: format)
+            }
+            endUtterance(planned, &io)
             return .more
         case sluice_read_status_t(SLUICE_READ_END):
-            if inUtterance {
-                io.emit(Marker(position: position, event: .utteranceEnd(UtteranceID(utterance))), on: 0)
-                inUtterance = false
+            if inUtterance { endUtterance(planned, &io) }
+            // Stored utterances may still follow the plugin's last one.
+            if plan.withLock({ Int(utterance) < $0.utterances.count && $0.utterances[Int(utterance)].cached != nil }) {
+                return .more
             }
             finished = true
             return .finished
@@ -183,10 +285,66 @@ public final class PluginProviderSource: TextDrivenSource, @unchecked Sendable {
         }
     }
 
-    private func startUtteranceIfNeeded(_ io: inout ProcessIO) {
+    /// Plays the next bytes of a stored utterance; ends it once all were played.
+    private func playCached(
+        _ cached: [UInt8], _ planned: PlannedUtterance, into base: UnsafeMutableRawPointer, room: Int,
+        _ io: inout ProcessIO
+    ) -> SourceStatus {
+        startUtteranceIfNeeded(planned, &io)
+        let count = min(room, cached.count - cachedRead)
+        if count > 0 {
+            cached.withUnsafeBytes { bytes in
+                // SAFETY: `base` has `room` ≥ `count` writable bytes; the source range is in bounds.
+                base.copyMemory(from: bytes.baseAddress! + cachedRead, byteCount: count)
+            }
+            cachedRead += count
+            io.produce(count, output: 0)
+            position += count
+        }
+        if cachedRead == cached.count {
+            let id = Int(utterance)
+            plan.withLock { $0.utterances[id].cached = nil }
+            cachedRead = 0
+            endUtterance(planned, &io)
+        }
+        return .more
+    }
+
+    /// Keeps the plugin's bytes of an utterance the cache should store.
+    private func record(_ bytes: UnsafeRawBufferPointer, _ planned: PlannedUtterance?) {
+        guard planned?.storeAs != nil else { return }
+        if recording == nil { recording = [] }
+        if recording!.count + bytes.count > Self.largestCachedUtterance {
+            recording = nil
+            return
+        }
+        recording!.append(contentsOf: bytes)
+    }
+
+    private func startUtteranceIfNeeded(_ planned: PlannedUtterance?, _ io: inout ProcessIO) {
         guard !inUtterance else { return }
-        io.emit(Marker(position: position, event: .utteranceStart(UtteranceID(utterance))), on: 0)
+        let id = UtteranceID(utterance)
+        io.emit(Marker(position: position, event: .utteranceStart(id)), on: 0)
+        if let planned {
+            io.emit(Marker(position: position, event: .textSpan(TextSpan(utterance: id, start: Int32(clamping: planned.start), end: Int32(clamping: planned.end)))), on: 0)
+            emittedSpanEnd = planned.end
+        }
         inUtterance = true
+        recording = nil
+    }
+
+    private func endUtterance(_ planned: PlannedUtterance?, _ io: inout ProcessIO) {
+        let id = UtteranceID(utterance)
+        // Text that arrived after the utterance began to play: the final span, at its end.
+        if let latest = plan.withLock({ Int(utterance) < $0.utterances.count ? $0.utterances[Int(utterance)] : nil }),
+            latest.end != emittedSpanEnd
+        {
+            io.emit(Marker(position: position, event: .textSpan(TextSpan(utterance: id, start: Int32(clamping: latest.start), end: Int32(clamping: latest.end)))), on: 0)
+        }
+        io.emit(Marker(position: position, event: .utteranceEnd(id)), on: 0)
+        inUtterance = false
+        recording = nil
+        utterance &+= 1
     }
 
     public func cancel() {

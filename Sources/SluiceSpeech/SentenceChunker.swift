@@ -46,6 +46,10 @@ public struct SentenceChunker: Sendable {
     /// The text buffered but not yet released.
     public var pendingText: String { String(pending) }
 
+    /// Where the text not yet released starts in the whole text, in `Character` offsets (as
+    /// the pieces were counted when appended).
+    public var pendingStart: Int { offset }
+
     /// Appends the next piece of the text; returns the utterances it completed, in order.
     public mutating func append(_ text: String) -> [Utterance] {
         pending.append(contentsOf: text)
@@ -61,10 +65,17 @@ public struct SentenceChunker: Sendable {
 
     private mutating func cut(final: Bool) -> [Utterance] {
         var utterances: [Utterance] = []
-        while let end = sentenceEnd(final: final) {
-            emit(upTo: end, into: &utterances)
-        }
-        while pending.count > maximumLength, let end = clauseEnd() {
+        while true {
+            // A sentence running past the maximum is cut at its clauses whether its end has
+            // arrived or not, and only from what lies within it, so text arriving in pieces
+            // is cut exactly as the whole text is.
+            let end = sentenceEnd(final: final)
+            let extent = end ?? pending.count
+            if extent > maximumLength, let clause = clauseEnd(extent: extent) {
+                emit(upTo: clause, into: &utterances)
+                continue
+            }
+            guard let end else { break }
             emit(upTo: end, into: &utterances)
         }
         if final {
@@ -166,10 +177,11 @@ public struct SentenceChunker: Sendable {
         return Self.abbreviations.contains(word.lowercased())
     }
 
-    /// The index just past the last clause boundary that leaves a piece of sensible length;
-    /// a space when the sentence has none and runs past twice the maximum.
-    private func clauseEnd() -> Int? {
-        let limit = min(pending.count, maximumLength)
+    /// The index just past the last clause boundary within the first `maximumLength`
+    /// characters that leaves a piece of sensible length; a space when the sentence (the
+    /// first `extent` characters of `pending`) has none there and runs past twice the maximum.
+    private func clauseEnd(extent: Int) -> Int? {
+        let limit = min(extent, maximumLength)
         var index = limit - 1
         while index >= minimumClauseLength {
             if Self.clausePunctuation.contains(pending[index]), index + 1 < pending.count, pending[index + 1].isWhitespace {
@@ -177,7 +189,7 @@ public struct SentenceChunker: Sendable {
             }
             index -= 1
         }
-        guard pending.count > 2 * maximumLength else { return nil }
+        guard extent > 2 * maximumLength else { return nil }
         index = limit - 1
         while index >= minimumClauseLength {
             if pending[index].isWhitespace { return index }

@@ -6,6 +6,6 @@ struct SluiceCommand: ParsableCommand {
         commandName: "sluice",
         abstract: "A real-time audio node graph for Linux: streaming speech into JACK.",
         subcommands: [RunCommand.self, LaunchCommand.self, CheckCommand.self, RenderCommand.self, DotCommand.self, NodesCommand.self, ConvertCommand.self,
-                      PluginsCommand.self]
+                      PluginsCommand.self, SpeakCommand.self]
     )
 }

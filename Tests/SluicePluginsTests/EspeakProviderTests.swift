@@ -323,8 +323,10 @@ import Testing
         let (sentence, _) = try Self.render("", [Self.sentence])
         #expect(report.counters["voice.utterances-synthesised"] == 2)
         #expect(Self.sameLength(both.count, hello.count + sentence.count), "\(both.count) vs \(hello.count) + \(sentence.count)")
-        // "Hello." comes first: the first second is the short word and its pause, quiet at its end.
-        #expect(Self.rms(Array(both[Int(Double(hello.count) * 0.8)..<hello.count])) < 0.01)
+        // "Hello." comes first: the first second is the short word and its pause, quiet at its
+        // end. The window stops short of its end by more than the in-process length tolerance,
+        // so the next utterance's onset never falls inside it.
+        #expect(Self.rms(Array(both[Int(Double(hello.count) * 0.8)..<Int(Double(hello.count) * 0.95)])) < 0.01)
     }
 
     @Test("text pushed in pieces is synthesised as the whole utterance")

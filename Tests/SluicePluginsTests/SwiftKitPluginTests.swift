@@ -2,6 +2,7 @@ import Foundation
 import SluiceAudio
 import SluiceGraph
 import SluicePlugins
+import Synchronization
 import Testing
 
 /// The test plugin written in Swift with SluicePluginKit (Tests/Plugins/swift-test), loaded
@@ -107,11 +108,94 @@ import Testing
         }
         #expect(finished)
         #expect(bytes == 1400)
+        // Each start is followed by the utterance's UTF-8 range in the text laid end to end.
         #expect(markers == [
             Marker(position: 0, event: .utteranceStart(UtteranceID(0))),
+            Marker(position: 0, event: .textSpan(TextSpan(utterance: UtteranceID(0), start: 0, end: 5))),
             Marker(position: 1000, event: .utteranceEnd(UtteranceID(0))),
             Marker(position: 1000, event: .utteranceStart(UtteranceID(1))),
+            Marker(position: 1000, event: .textSpan(TextSpan(utterance: UtteranceID(1), start: 5, end: 7))),
             Marker(position: 1400, event: .utteranceEnd(UtteranceID(1))),
+        ])
+    }
+
+    /// Reads `voice` to its end in 4 KiB calls: the bytes and the markers.
+    static func drain(_ voice: PluginProviderSource, calls: Int = 200) -> (bytes: [UInt8], markers: [Marker], finished: Bool) {
+        let ports = NodePorts(inputs: [], outputs: [.bytes(voice.format)])
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 4096, alignment: 8)
+        defer { buffer.deallocate() }
+        var bytes: [UInt8] = []
+        var markers: [Marker] = []
+        var finished = false
+        for _ in 0..<calls where !finished {
+            ports.setOutput(0, base: buffer, units: 4096)
+            var io = ProcessIO(ports)
+            if case .finished = voice.produce(&io, at: 0) { finished = true }
+            bytes += UnsafeRawBufferPointer(start: buffer, count: ports.produced(output: 0))
+            for index in 0..<ports.markerCount(output: 0) { markers.append(ports.marker(index, output: 0)) }
+            ports.removeMarkers(output: 0)
+        }
+        return (bytes, markers, finished)
+    }
+
+    /// An in-memory `UtteranceAudioCache` that counts what it was asked.
+    final class MemoryCache: UtteranceAudioCache, @unchecked Sendable {
+        let entries = Mutex<[String: [UInt8]]>([:])
+        func audio(for text: String, format: PCMFormat) -> [UInt8]? { entries.withLock { $0[text] } }
+        func store(_ audio: [UInt8], for text: String, format: PCMFormat) { entries.withLock { $0[text] = audio } }
+    }
+
+    @Test("with a cache: stored utterances play their stored bytes and never reach the plugin; new ones are stored")
+    func cachedUtterances() throws {
+        let cache = MemoryCache()
+        let stored: [UInt8] = Array(0..<77)
+        cache.store(stored, for: "hi", format: PCMFormat(.s16le, channels: 1, sampleRate: 16_000))
+        let graph = try Plugins.compile(Self.speechGraph("chunk: 300"), libraries: [try Self.library()])
+        let voice = try #require(graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
+        voice.useCache(cache)
+        voice.receive(text: "hi", at: 0)      // stored: 77 bytes, from the cache
+        voice.receive(text: "hello", at: 3)   // synthesised: 1000 bytes, then stored
+        voice.receive(text: "hi", at: 9)      // stored again
+        voice.finishText()
+        let (bytes, markers, finished) = Self.drain(voice)
+        #expect(finished)
+        let hello = (0..<1000).map { byte -> UInt8 in
+            let value = UInt16(bitPattern: Int16((byte / 2 * 37) % 2000 - 1000))
+            return byte % 2 == 0 ? UInt8(value & 0xFF) : UInt8(value >> 8)
+        }
+        #expect(bytes == stored + hello + stored)
+        #expect(markers.filter { if case .utteranceEnd = $0.event { true } else { false } }.map(\.position) == [77, 1077, 1154])
+        #expect(markers.contains(Marker(position: 77, event: .textSpan(TextSpan(utterance: UtteranceID(1), start: 3, end: 8)))))
+        // The plugin read only "hello"; its audio is now stored under its text.
+        #expect(voice.counters()["bytes-read"] == 1000)
+        #expect(cache.audio(for: "hello", format: voice.format) == hello)
+    }
+
+    @Test("a provider declaring incremental text says so; one that does not, does not")
+    func incrementalCapability() throws {
+        let incremental = try Plugins.compile(Self.speechGraph("incremental: true"), libraries: [try Self.library()])
+        let whole = try Plugins.compile(Self.speechGraph("chunk: 100"), libraries: [try Self.library()])
+        let voice = try #require(incremental.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
+        #expect(voice.acceptsIncrementalText)
+        #expect((whole.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)?.acceptsIncrementalText == false)
+        // Pushed text is spoken before its utterance ends, and the span grows with it: the
+        // final span follows at the utterance's end.
+        voice.beginUtterance(at: 10)
+        voice.push(text: "ab")
+        var (bytes, markers, _) = Self.drain(voice, calls: 5)
+        #expect(bytes.count == 400)
+        #expect(markers == [
+            Marker(position: 0, event: .utteranceStart(UtteranceID(0))),
+            Marker(position: 0, event: .textSpan(TextSpan(utterance: UtteranceID(0), start: 10, end: 12))),
+        ])
+        voice.push(text: "c")
+        voice.endUtterance()
+        voice.finishText()
+        (bytes, markers, _) = Self.drain(voice)
+        #expect(bytes.count == 200)
+        #expect(markers == [
+            Marker(position: 600, event: .textSpan(TextSpan(utterance: UtteranceID(0), start: 10, end: 13))),
+            Marker(position: 600, event: .utteranceEnd(UtteranceID(0))),
         ])
     }
 

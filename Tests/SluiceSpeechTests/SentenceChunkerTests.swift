@@ -75,6 +75,11 @@ import Testing
         #expect(pieces.allSatisfy { $0.count <= 80 })
         #expect(pieces.dropLast().allSatisfy { [",", ";", ":"].contains($0.last!) })
         #expect(pieces.joined(separator: " ") == sentence)
+        // Complete, with more text after it, in one piece: cut exactly as when streamed.
+        let followed = sentence + " Then it was over."
+        let whole = Self.chunks(followed, pieces: followed.count, maximumLength: 80)
+        #expect(whole.map(\.text) == pieces + ["Then it was over."])
+        #expect(Self.chunks(followed, pieces: 1, maximumLength: 80) == whole)
     }
 
     @Test("a sentence is released as soon as the next piece shows it ended, not at finish")

@@ -119,8 +119,32 @@ public struct SourceFailure: Error, Sendable, Hashable, CustomStringConvertible 
 public protocol TextDrivenSource: SourceNode {
     /// [control] Queues a piece of text (a token, a sentence). Thread-safe against `produce`.
     func receive(text: String)
+    /// [control] Queues one utterance whose text starts at UTF-8 byte `offset` of the whole
+    /// text the stream speaks, so the `textSpan` markers the source emits locate it in that
+    /// text (a speech controller maps what was heard back to it). Defaults to
+    /// `receive(text:)`, for sources that emit no spans.
+    func receive(text: String, at offset: Int)
     /// [control] No more text will come; the source finishes once it has spoken the rest.
     func finishText()
+}
+
+extension TextDrivenSource {
+    public func receive(text: String, at offset: Int) { receive(text: text) }
+}
+
+/// A text-driven source that takes an utterance piece by piece: `beginUtterance(at:)`, any
+/// number of `push(text:)`, `endUtterance()`.
+public protocol IncrementalTextSource: TextDrivenSource {
+    /// [control] Whether speech can begin before an utterance's text is complete. When false
+    /// the source needs whole utterances, and a controller hands it sentences once each is
+    /// complete instead of every token as it arrives.
+    var acceptsIncrementalText: Bool { get }
+    /// [control] Starts an utterance whose text starts at UTF-8 byte `offset` of the whole text.
+    func beginUtterance(at offset: Int)
+    /// [control] Appends text (a token, a word) to the current utterance.
+    func push(text: String)
+    /// [control] The current utterance's text is complete.
+    func endUtterance()
 }
 
 /// A node that ends the graph and plays what arrives, through a `Playhead`.

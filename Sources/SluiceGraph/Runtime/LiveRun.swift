@@ -25,6 +25,13 @@ public final class LiveRun: @unchecked Sendable {
 
     public var playheads: [Playhead] { runtime.sinks.map(\.playhead) }
 
+    /// Called on the thread in `wait()` with each drain event of the first sink, in order
+    /// (markers played, start, underruns, the end). Set before `start()`.
+    public var eventObserver: ((DrainEvent) -> Void)?
+    /// Called on the thread in `wait()` after each look at the events (every few
+    /// milliseconds). Set before `start()`.
+    public var tickObserver: (() -> Void)?
+
     /// Graph time: the first sink's device clock.
     var graphTime: Double {
         guard let playhead = runtime.sinks.first?.playhead else { return 0 }
@@ -59,11 +66,12 @@ public final class LiveRun: @unchecked Sendable {
     /// Where playback stands now.
     public var status: PlaybackStatus {
         guard let sink = runtime.sinks.first else {
-            return PlaybackStatus(state: .finished, position: 0, bufferedSeconds: 0, secondsToBuffer: 0)
+            return PlaybackStatus(state: .finished, position: 0, bufferedSeconds: 0, secondsToBuffer: 0, scheduledSeconds: 0)
         }
         let playhead = sink.playhead
         let rate = Double(playhead.sampleRate)
-        let buffered = sink.writer.writtenUnits.load(ordering: .relaxed) - playhead.playedFrames
+        let written = sink.writer.writtenUnits.load(ordering: .relaxed)
+        let buffered = written - playhead.playedFrames
         let watermark = playhead.watermarkFrames
         let toBuffer: Double? = switch playhead.state {
         case .buffering: watermark == Int.max ? nil : Double(max(0, min(watermark, playhead.capacityFrames) - buffered)) / rate
@@ -71,7 +79,7 @@ public final class LiveRun: @unchecked Sendable {
         }
         return PlaybackStatus(
             state: playhead.state, position: Double(playhead.playedFrames) / rate,
-            bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer)
+            bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer, scheduledSeconds: Double(written) / rate)
     }
 
     /// Follows the run until every sink has played out or the run was cancelled, then joins
@@ -128,9 +136,13 @@ public final class LiveRun: @unchecked Sendable {
         let time = graphTime
         statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
         for (index, sink) in runtime.sinks.enumerated() {
-            while let event = sink.events.next() { statistics.record(event, sink: index) }
+            while let event = sink.events.next() {
+                statistics.record(event, sink: index)
+                if index == 0 { eventObserver?(event) }
+            }
         }
         runtime.updateAutoWatermarks(at: time)
+        tickObserver?()
     }
 
     /// Stops devices, then threads; finishes sinks. Returns the first failure.

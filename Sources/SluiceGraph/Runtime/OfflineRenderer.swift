@@ -33,6 +33,10 @@ public final class OfflineRenderer: @unchecked Sendable {
         /// Frames in the first sink's buffer before it rendered.
         public var bufferedFrames: Int
         public var state: Playhead.State
+        /// Frames the first sink has played (taken from its buffer) so far.
+        public var playedFrames: Int
+        /// Frames that reached the first sink's buffer so far.
+        public var scheduledFrames: Int
     }
 
     static let stallSeconds = 60.0
@@ -45,6 +49,8 @@ public final class OfflineRenderer: @unchecked Sendable {
     public var output: ((Int, UnsafeBufferPointer<Float>) throws -> Void)?
     /// Called after every tick (tests watch the flow control with it).
     public var observer: ((Tick) -> Void)?
+    /// Called with each drain event of the first sink, in order, as the ticks render.
+    public var eventObserver: ((DrainEvent) -> Void)?
 
     public init(graph: CompiledGraph) throws {
         self.graph = graph
@@ -129,6 +135,7 @@ public final class OfflineRenderer: @unchecked Sendable {
                     sink.playhead.render(into: buffers[sinkIndex], frames: frames)
                     while let event = sink.events.next() {
                         statistics.record(event, sink: sinkIndex)
+                        if sinkIndex == 0 { eventObserver?(event) }
                         switch event.kind {
                         case .started: if started[sinkIndex] == nil { started[sinkIndex] = event.deviceFrame }
                         case .finished, .cancelled: ended[sinkIndex] = event.deviceFrame
@@ -148,7 +155,9 @@ public final class OfflineRenderer: @unchecked Sendable {
                 }
                 observer?(Tick(
                     index: index, time: Double(index * block) / Double(primary.playhead.sampleRate),
-                    bufferedFrames: buffered, state: sinks[0].playhead.state))
+                    bufferedFrames: buffered, state: sinks[0].playhead.state,
+                    playedFrames: sinks[0].playhead.playedFrames,
+                    scheduledFrames: sinks[0].writer.writtenUnits.load(ordering: .relaxed)))
                 if let expected, expected > 0, index % 512 == 0 {
                     progress?(min(1, Double(sinks[0].playhead.playedFrames) / (expected * Double(primary.playhead.sampleRate))))
                 }

@@ -46,4 +46,6 @@ public struct PlaybackStatus: Sendable, Hashable {
     /// Seconds still to buffer before playback starts (0 while playing); nil while `auto` is
     /// still measuring or `generate-first` waits for the end.
     public var secondsToBuffer: Double?
+    /// Seconds of audio that reached the sink's buffer so far (played or not).
+    public var scheduledSeconds: Double
 }

@@ -51,7 +51,9 @@ final class TestGain: Processor {
 /// `test-pcm`: each utterance plays `100 × (its text's UTF-8 bytes)` frames of S16LE 16 kHz
 /// mono, frame n of an utterance being `(n × 37) mod 2000 − 1000`; `read` hands out at most
 /// `chunk` bytes, returns "would block" every other call when `stutter` is set, and fails
-/// with code `test-failure` once `fail-after` bytes were read (0: never).
+/// with code `test-failure` once `fail-after` bytes were read (0: never). With `incremental`
+/// it declares SLUICE_PROVIDER_INCREMENTAL_TEXT and an utterance's frames are readable as its
+/// text is pushed, before `endUtterance`; counter `pushes` counts `push(text:)` calls.
 final class TestPCM: Provider {
     static let description = NodeDescription(
         typeName: "test-pcm", kind: .provider, summary: "Serves known PCM per utterance, in chunks (a Swift-kit test provider).",
@@ -60,6 +62,7 @@ final class TestPCM: Provider {
             Parameter("chunk", .integer(1...65_536), default: .integer(100), unit: "bytes", summary: "Most bytes one read returns."),
             Parameter("stutter", .boolean, default: .boolean(false), summary: "Return 'would block' every other read."),
             Parameter("fail-after", .integer(0...1_000_000), default: .integer(0), unit: "bytes", summary: "Fail once this many bytes were read; 0 never."),
+            Parameter("incremental", .boolean, default: .boolean(false), summary: "Speak pushed text before the utterance ends."),
         ])
 
     static func sample(_ frame: Int) -> Int16 { Int16((frame * 37) % 2000 - 1000) }
@@ -67,8 +70,10 @@ final class TestPCM: Provider {
     struct State {
         var pending = ""
         var open = false
-        /// Frames of each complete utterance not yet fully read.
+        /// Frames of each utterance not yet fully read (the last one still growing while
+        /// `open`, in incremental mode).
         var ready: [Int] = []
+        var pushes = 0
         var textEnded = false
         /// Bytes of the current utterance already read.
         var byte = 0
@@ -79,6 +84,7 @@ final class TestPCM: Provider {
     let chunk: Int
     let stutters: Bool
     let failAfter: Int
+    let acceptsIncrementalText: Bool
     private let state = Mutex(State())
     private let cancelled = Atomic<Bool>(false)
 
@@ -86,6 +92,7 @@ final class TestPCM: Provider {
         chunk = parameters.integer("chunk") ?? 100
         stutters = parameters.boolean("stutter") ?? false
         failAfter = parameters.integer("fail-after") ?? 0
+        acceptsIncrementalText = parameters.boolean("incremental") ?? false
     }
 
     var format: PCMFormat { PCMFormat(.s16le, sampleRate: 16_000, channels: 1) }
@@ -95,6 +102,7 @@ final class TestPCM: Provider {
             if state.open { throw PluginError(code: "utterance-open", message: "an utterance is already open") }
             state.open = true
             state.pending = ""
+            if acceptsIncrementalText { state.ready.append(0) }
         }
     }
 
@@ -102,12 +110,14 @@ final class TestPCM: Provider {
         try state.withLock { (state) throws(PluginError) in
             guard state.open else { throw PluginError(code: "no-utterance", message: "text pushed outside an utterance") }
             state.pending += text
+            state.pushes += 1
+            if acceptsIncrementalText { state.ready[state.ready.count - 1] += 100 * text.utf8.count }
         }
     }
 
     func endUtterance() throws(PluginError) {
         state.withLock { state in
-            state.ready.append(100 * state.pending.utf8.count)
+            if !acceptsIncrementalText { state.ready.append(100 * state.pending.utf8.count) }
             state.open = false
         }
     }
@@ -129,6 +139,8 @@ final class TestPCM: Provider {
             guard let frames = state.ready.first else { return state.textEnded ? .end : .wouldBlock }
             let byteOffset = state.byte
             if byteOffset == frames * 2 {
+                // The utterance still taking text has nothing more yet.
+                if acceptsIncrementalText && state.open && state.ready.count == 1 { return .wouldBlock }
                 state.ready.removeFirst()
                 state.byte = 0
                 return .utteranceEnd
@@ -151,6 +163,8 @@ final class TestPCM: Provider {
     }
 
     var counters: [Counter] {
-        [Counter("bytes-read", Int64(state.withLock { $0.total }))]
+        state.withLock { state in
+            [Counter("bytes-read", Int64(state.total)), Counter("pushes", Int64(state.pushes))]
+        }
     }
 }

@@ -21,7 +21,7 @@ import Synchronization
 ///
 /// Markers, at positions in the output: `utteranceStart(id)` at the utterance's first frame;
 /// `textSpan` for each keyed word (UTF-8 byte offsets of the whole word within that
-/// utterance's text) at the word's first keyed frame; `utteranceEnd(id)` after its last frame
+/// utterance's text, plus the offset `receive(text:at:)` gave) at the word's first keyed frame; `utteranceEnd(id)` after its last frame
 /// (after the trailing silence).
 ///
 /// Samples: keyed frame `i` of an element `L` frames long (counting from the element's first
@@ -150,10 +150,15 @@ public final class MorseSource: TextDrivenSource, @unchecked Sendable {
     // MARK: Text
 
     public func receive(text: String) {
+        receive(text: text, at: 0)
+    }
+
+    /// Spans are then offsets into the whole text: `offset` plus the word's offset in `text`.
+    public func receive(text: String, at offset: Int) {
         shared.withLock { state in
             let id = UtteranceID(state.nextID)
             state.nextID &+= 1
-            let utterance = Utterance(id: id, segments: Self.segments(for: text, utterance: id))
+            let utterance = Utterance(id: id, segments: Self.segments(for: text, utterance: id, offset: offset))
             state.totalDits += utterance.dits
             state.queue.append(utterance)
         }
@@ -166,9 +171,9 @@ public final class MorseSource: TextDrivenSource, @unchecked Sendable {
     }
 
     /// The segments keying `text`, as documented on the type.
-    static func segments(for text: String, utterance id: UtteranceID) -> [Segment] {
+    static func segments(for text: String, utterance id: UtteranceID, offset base: Int = 0) -> [Segment] {
         var segments: [Segment] = []
-        var offset = 0
+        var offset = base
         var wordStart = 0
         var codes: [String] = []
 

@@ -81,7 +81,18 @@ typedef struct sluice_provider_vtable {
      * array) and returns how many the provider has; the host calls again with a larger array
      * when that is more than `capacity`. Must not block for long. */
     uint32_t (*get_counters)(void *instance, sluice_counter_t *counters, uint32_t capacity);
+
+    /* [any-thread] Optional (may be NULL, meaning none): what the provider can do, as
+     * SLUICE_PROVIDER_* flags ORed together. Must not change over the instance's life. */
+    uint32_t (*get_capabilities)(void *instance);
 } sluice_provider_vtable_t;
+
+/* Capabilities `get_capabilities` reports. */
+enum {
+    /* Speech of an utterance may begin before `end_utterance`: a host streaming a language
+     * model's reply pushes each token as it arrives instead of waiting for whole sentences. */
+    SLUICE_PROVIDER_INCREMENTAL_TEXT = 1u << 0
+};
 
 /* An instance: `create_provider` (factory.h) fills one in. `instance` and `vtable` are owned
  * by the plugin; `vtable` stays valid until `deinit`, `instance` until `destroy`. */

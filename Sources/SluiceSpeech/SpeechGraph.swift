@@ -1,0 +1,136 @@
+import Foundation
+import SluiceConfig
+import SluiceGraph
+import SluiceJACK
+import SluiceNodes
+import SluicePlugins
+
+/// The graph a ``SpeechController`` speaks through: the standard one or a file, with the
+/// configuration's provider, voice and playback settings applied, compiled for JACK or for a
+/// file.
+public enum SpeechGraph {
+    /// The standard speech graph, the same as `graphs/speak.yaml` (a test holds them equal):
+    /// espeak-ng streamed into the aligner, resampled to the sink's rate, utterances joined
+    /// by the crossfader, breaks kept click-free by the fader, mono copied to both ports.
+    public static let standardYAML = """
+        name: speak
+        nodes:
+          voice:    { type: espeak, voice: en, rate: 175, buffer: 1.0 }
+          align:    { type: aligner }
+          resample: { type: resampler, quality: sinc-medium }
+          xfade:    { type: crossfader, duration: 0.1 }
+          fade:     { type: fader, length: 256 }
+          stereo:   { type: channel-map, channels: 2 }
+          out:      { type: jack.sink, client: sluice-speak, connect: auto }
+        links:
+          - voice -> align -> resample -> xfade -> fade -> stereo -> out
+        playback: { strategy: auto, max-buffered: 3.0 }
+        """
+
+    /// The node types a speech graph can use: the built-in ones, `jack.sink`/`jack.source`
+    /// (on `server` when a graph names none), and every plugin on the search path.
+    public static func registry(server: String?, graphFolder: String?, pluginFolders: [String] = []) throws(SpeechError) -> NodeRegistry {
+        var registry = BuiltinNodes.registry()
+        // Distinct from the built-in names; a CLI test checks the whole listing.
+        try! registry.register(JackSink.type(defaultServer: server))
+        try! registry.register(JackSource.type(defaultServer: server))
+        var searchPath = PluginSearchPath.standard(graphFolder: graphFolder)
+        searchPath.folders.insert(contentsOf: pluginFolders.map { PluginSearchPath.Folder($0, origin: .environment) }, at: 0)
+        let catalog = PluginCatalog(searchPath: searchPath)
+        var errors = catalog.errors.map(\.description)
+        do throws(PluginError) {
+            try catalog.register(into: &registry)
+        } catch {
+            errors.append(error.description)
+        }
+        guard errors.isEmpty else { throw .graph(errors.joined(separator: "\n")) }
+        return registry
+    }
+
+    /// The graph the configuration names, as declared.
+    static func declared(_ choice: SpeechGraphChoice) throws(SpeechError) -> GraphDescription {
+        do {
+            switch choice {
+            case .standard: return try GraphFile.parse(standardYAML, file: "<standard speech graph>")
+            case .file(let path): return try GraphFile.load(path: path)
+            case .description(let given): return given
+            }
+        } catch {
+            throw .graph(error.description)
+        }
+    }
+
+    /// `declared` with the configuration's playback settings, provider, voice and settings
+    /// applied; `registry` tells sources from the rest.
+    static func description(
+        _ declared: GraphDescription, for configuration: SpeechConfiguration, registry: NodeRegistry
+    ) throws(SpeechError) -> GraphDescription {
+        var description = declared
+        if let strategy = configuration.strategy { description.playback = strategy.apply(to: description.playback) }
+        if let maxBuffered = configuration.maxBuffered { description.playback.maxBuffered = maxBuffered }
+        if configuration.provider != nil || configuration.voice != nil || !configuration.settings.isEmpty {
+            let index = try speakingNode(in: description, registry: registry)
+            var node = description.nodes[index]
+            if let provider = configuration.provider {
+                // Another provider's parameters differ: only what the configuration gives applies.
+                node.type = provider
+                node.parameters = []
+            }
+            var given = configuration.settings
+            if let voice = configuration.voice { given["voice"] = voice }
+            for (name, value) in given.sorted(by: { $0.key < $1.key }) {
+                node.parameters.removeAll { $0.name == name }
+                node.parameters.append(ParameterDeclaration(name: name, value: .scalar(value, quoted: true)))
+            }
+            description.nodes[index] = node
+        }
+        return description
+    }
+
+    /// The node the provider, voice and settings apply to: the only source, or the source
+    /// named `voice` when there are several.
+    static func speakingNode(in description: GraphDescription, registry: NodeRegistry) throws(SpeechError) -> Int {
+        let sources = description.nodes.indices.filter { index in
+            registry.type(named: description.nodes[index].type)?.descriptor.kind == .source
+        }
+        if sources.count == 1 { return sources[0] }
+        if let named = sources.first(where: { description.nodes[$0].name == "voice" }) { return named }
+        throw .graph("graph '\(description.name)' has \(sources.count) sources; name the one that speaks `voice` so the provider and voice apply to it")
+    }
+
+    /// A compiled speech graph and its text-driven source.
+    struct Compiled {
+        let graph: CompiledGraph
+        let sourceName: String
+        let source: any TextDrivenSource
+    }
+
+    static func compile(_ configuration: SpeechConfiguration) throws(SpeechError) -> Compiled {
+        let declared = try declared(configuration.graph)
+        let live: Bool
+        var server: String?
+        switch configuration.output {
+        case .jack(let name):
+            live = true
+            server = name
+        case .file:
+            live = false
+        }
+        let registry = try registry(server: server, graphFolder: declared.baseDirectory, pluginFolders: configuration.pluginFolders)
+        let description = try description(declared, for: configuration, registry: registry)
+        let graph: CompiledGraph
+        do {
+            graph = try GraphCompiler(registry: registry, options: .init(isLive: live)).compile(description)
+        } catch {
+            throw .graph(error.description)
+        }
+        let speaking = graph.nodes.filter { $0.instance is any TextDrivenSource }
+        guard speaking.count == 1, let node = speaking.first, let source = node.instance as? any TextDrivenSource else {
+            throw .graph(speaking.isEmpty
+                ? "graph '\(description.name)' has no text-driven source to speak (a provider such as espeak, or morse)"
+                : "graph '\(description.name)' has \(speaking.count) text-driven sources (\(speaking.map { "'\($0.name)'" }.joined(separator: ", "))); a speech controller speaks through one")
+        }
+        guard !graph.sinks.isEmpty else { throw .graph("graph '\(description.name)' has no sink to play the speech") }
+        return Compiled(graph: graph, sourceName: node.name, source: source)
+    }
+}

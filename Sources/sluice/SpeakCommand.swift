@@ -1,0 +1,195 @@
+import ArgumentParser
+import Foundation
+import SluiceGraph
+import SluiceSpeech
+
+struct SpeakCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "speak",
+        abstract: "Speak text into JACK (or into a file) through a speech graph.",
+        discussion: """
+            `sluice speak "Hello."` speaks through the standard graph: espeak → aligner → \
+            resampler → crossfader → fader → channel map → jack.sink. `sluice speak -` reads \
+            standard input as it arrives and speaks each sentence as soon as it is complete, \
+            while the rest is still coming (`some-llm | sluice speak -`). Ctrl-C fades out and \
+            exits 130. A summary (time to first audio, duration, underruns) goes to standard \
+            error; --stats json prints every figure on standard output.
+            """
+    )
+
+    @Argument(help: "The text, or `-` to read standard input as it arrives.")
+    var text: String
+
+    @Option(name: .long, help: "The provider node type (espeak, openai, elevenlabs, http-pcm, or a plugin's).")
+    var provider: String?
+
+    @Option(name: .long, help: "The provider's voice.")
+    var voice: String?
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("A provider parameter, as in a graph file (repeatable).", valueName: "name=value"))
+    var settings: [String] = []
+
+    @Option(name: .long, help: "A graph file with one text-driven source, in place of the standard graph.")
+    var graph: String?
+
+    @Option(name: .long, help: "When playback starts: stream, buffered, auto, generate-first (default: the graph's).")
+    var strategy: StrategyName?
+
+    @Option(name: .long, help: "Seconds buffered before playback starts (the buffered strategy; implies it).")
+    var watermark: Double?
+
+    @Option(name: .customLong("max-buffered"), help: "The most seconds of audio the sink holds.")
+    var maxBuffered: Double?
+
+    @Option(name: .shortAndLong, help: "Render into this file (.wav, or .flac) instead of playing into JACK.")
+    var out: String?
+
+    @Option(name: .long, help: "The JACK server (default: $JACK_DEFAULT_SERVER, then \"default\").")
+    var server: String?
+
+    @Flag(name: .customLong("no-cache"), help: "Do not use the synthesis cache ($XDG_CACHE_HOME/sluice).")
+    var noCache = false
+
+    @Option(name: .long, help: "Print the run's timings and counters: json.")
+    var stats: StatsFormat?
+
+    enum StrategyName: String, ExpressibleByArgument, CaseIterable {
+        case stream, buffered, auto
+        case generateFirst = "generate-first"
+    }
+
+    func validate() throws {
+        if let watermark, !(0...60).contains(watermark) { throw ValidationError("--watermark must be 0…60 seconds") }
+        if let maxBuffered, !(0.05...600).contains(maxBuffered) { throw ValidationError("--max-buffered must be 0.05…600 seconds") }
+        if watermark != nil, let strategy, strategy != .buffered {
+            throw ValidationError("--watermark sets the buffered strategy's watermark; it does not apply to --strategy \(strategy.rawValue)")
+        }
+        for setting in settings where !setting.contains("=") {
+            throw ValidationError("--set takes name=value, not '\(setting)'")
+        }
+    }
+
+    func run() throws {
+        var configuration = SpeechConfiguration()
+        if let graph { configuration.graph = .file(path: graph) }
+        configuration.provider = provider
+        configuration.voice = voice
+        for setting in settings {
+            let parts = setting.split(separator: "=", maxSplits: 1)
+            configuration.settings[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        switch strategy {
+        case .buffered?: configuration.strategy = .buffered(seconds: watermark ?? PlaybackSettings.defaultWatermark)
+        case .stream?: configuration.strategy = .stream
+        case .auto?: configuration.strategy = .auto
+        case .generateFirst?: configuration.strategy = .generateFirst
+        case nil: configuration.strategy = watermark.map { .buffered(seconds: $0) }
+        }
+        configuration.maxBuffered = maxBuffered
+        configuration.output = out.map { .file(path: $0) } ?? .jack(server: server)
+        if !noCache { configuration.cache = try? SynthesisCache() }
+
+        let speech: SpeechController
+        let result: SpeechResult
+        do {
+            speech = try SpeechController(configuration)
+            signal(SIGINT, SIG_IGN)
+            let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+            interrupt.setEventHandler { speech.cancel() }
+            interrupt.resume()
+            defer { interrupt.cancel() }
+            try speech.start()
+            if text == "-" {
+                try StandardInputStream.forEachPiece { piece in
+                    do { try speech.yield(text: piece) } catch SpeechError.alreadyCancelled { return false }
+                    return true
+                }
+            } else {
+                try speech.yield(text: text)
+            }
+            if speech.state == .running { try speech.finish() }
+            result = try speech.waitUntilFinished()
+        } catch SpeechError.alreadyCancelled {
+            throw ExitCode(130)
+        } catch let error as SpeechError {
+            printError("error: \(error)")
+            if case .provider(let failure) = error { printError("heard: \(failure.result.heard.heard)") }
+            throw ExitCode(1)
+        }
+        printError(Self.summary(result))
+        if stats == .json {
+            var extra = LivePlayback.jackFigures(speech.graph)
+            extra["speech"] = Self.speechFigures(result)
+            try StatsOutput.print(result.report, extra: extra)
+        }
+        if result.cancelled {
+            printError("cancelled: heard \"\(result.heard.heard)\"")
+            throw ExitCode(130)
+        }
+    }
+
+    /// One line: time to first audio, duration, underruns.
+    static func summary(_ result: SpeechResult) -> String {
+        let timings = result.timings
+        let first = (timings.firstAudioAfterText ?? timings.timeToFirstAudio).map { String(format: "%.0f ms", $0 * 1000) } ?? "none"
+        return String(format: "spoke %.2f s of audio: first audio after %@, %d underrun%@, %d utterance%@",
+                      timings.audioSeconds, first, timings.underruns, timings.underruns == 1 ? "" : "s",
+                      result.utterances.count, result.utterances.count == 1 ? "" : "s")
+    }
+
+    static func speechFigures(_ result: SpeechResult) -> [String: Any] {
+        let timings = result.timings
+        var figures: [String: Any] = [
+            "underruns": timings.underruns, "audioSeconds": timings.audioSeconds, "wallSeconds": timings.wallSeconds,
+            "heard": result.heard.heard, "completedUtterances": result.heard.completedUtterances,
+            "utterances": result.utterances.map { utterance -> [String: Any] in
+                var entry: [String: Any] = ["text": utterance.text, "start": utterance.start]
+                if let end = utterance.end { entry["end"] = end }
+                return entry
+            },
+        ]
+        if let value = timings.timeToFirstBuffer { figures["timeToFirstBuffer"] = value }
+        if let value = timings.timeToFirstAudio { figures["timeToFirstAudio"] = value }
+        if let value = timings.firstAudioAfterText { figures["firstAudioAfterText"] = value }
+        if let value = timings.realTimeFactor { figures["realTimeFactor"] = value }
+        return figures
+    }
+}
+
+/// Standard input as it arrives, in UTF-8 pieces (a character split across two reads waits
+/// for its last byte).
+enum StandardInputStream {
+    /// Calls `body` with each piece until the input ends or `body` returns false.
+    static func forEachPiece(_ body: (String) throws -> Bool) throws {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var carry: [UInt8] = []
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            carry += buffer[0..<count]
+            let complete = completeLength(carry)
+            guard complete > 0 else { continue }
+            let piece = String(decoding: carry[0..<complete], as: UTF8.self)
+            carry.removeFirst(complete)
+            guard try body(piece) else { return }
+        }
+        if !carry.isEmpty { _ = try body(String(decoding: carry, as: UTF8.self)) }
+    }
+
+    /// The length of `bytes` without a trailing incomplete UTF-8 sequence.
+    static func completeLength(_ bytes: [UInt8]) -> Int {
+        var index = bytes.count
+        var back = 0
+        while index > 0 && back < 4 {
+            index -= 1
+            back += 1
+            let byte = bytes[index]
+            if byte & 0xC0 != 0x80 {
+                let needed = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+                return needed > back ? index : bytes.count
+            }
+        }
+        return bytes.count
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import SluicePlugins
+import SluiceSpeech
+import SluiceTestSupport
+import Testing
+
+/// How text reaches the provider: whole sentences for a provider that needs them, every piece
+/// as it arrives for one that declares incremental text — with the same utterance boundaries
+/// and the same audio either way. Through the Swift-kit test provider (`test-pcm`: 100 frames
+/// per UTF-8 byte of text it was given), rendered into a file.
+@Suite struct TextFeederTests {
+    static let pieces = ["Hel", "lo wor", "ld. Next", " one."]
+
+    /// A folder holding the test provider as `libsluice-test.so` and a graph speaking with it.
+    static func graph(_ voice: String) throws -> (SpeechFolder, String) {
+        let folder = SpeechFolder()
+        try FileManager.default.copyItem(
+            atPath: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path,
+            toPath: folder.file("libsluice-test.so"))
+        let path = try folder.write("""
+            name: feeding
+            nodes:
+              voice: { type: test-pcm, \(voice) }
+              align: { type: aligner }
+              out:   { type: null.sink, rate: 16000, channels: 1 }
+            links:
+              - voice -> align -> out
+            playback: { strategy: generate-first, max-buffered: 60 }
+            """, as: "feeding.yaml")
+        return (folder, path)
+    }
+
+    static func pushes(_ speech: SpeechController) -> Int {
+        let source = speech.graph.nodes.compactMap { $0.instance as? PluginProviderSource }.first!
+        return source.counters()["pushes"] ?? -1
+    }
+
+    @Test("a provider needing whole utterances gets each sentence once it is complete")
+    func wholeSentences() throws {
+        let (folder, graph) = try Self.graph("chunk: 100")
+        let speech = try SpeechController(Speech.file(folder.file("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        #expect(!speech.feedsIncrementally)
+        try speech.start()
+        try speech.yield(text: Self.pieces[0])
+        try speech.yield(text: Self.pieces[1])
+        #expect(Self.pushes(speech) == 0)
+        try speech.yield(text: Self.pieces[2])
+        #expect(Self.pushes(speech) == 1)  // "Hello world."
+        try speech.yield(text: Self.pieces[3])
+        #expect(Self.pushes(speech) == 1)  // "Next one." may go on: its "." waits
+        try speech.finish()
+        let result = try speech.waitUntilFinished()
+        #expect(Self.pushes(speech) == 2)
+        #expect(result.utterances.map(\.text) == ["Hello world.", "Next one."])
+        #expect(result.utterances.map(\.textRange) == [0..<12, 13..<22])
+        #expect(try Speech.samples(folder.file("out.wav")).count == 100 * 21)
+    }
+
+    @Test("a provider taking incremental text gets every piece as it arrives, with the same boundaries and audio")
+    func incrementalPieces() throws {
+        let (folder, graph) = try Self.graph("chunk: 100, incremental: true")
+        let speech = try SpeechController(Speech.file(folder.file("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        #expect(speech.feedsIncrementally)
+        try speech.start()
+        for (index, piece) in Self.pieces.enumerated() {
+            try speech.yield(text: piece)
+            // "Hel", "lo wor", then "ld." ends the first utterance and "Next" begins the second.
+            #expect(Self.pushes(speech) == [1, 2, 4, 5][index])
+        }
+        try speech.finish()
+        let result = try speech.waitUntilFinished()
+        #expect(result.utterances.map(\.text) == ["Hello world.", "Next one."])
+        #expect(result.utterances.map(\.textRange) == [0..<12, 13..<22])
+        #expect(result.heard.heard == "Hello world. Next one.")
+        #expect(try Speech.samples(folder.file("out.wav")).count == 100 * 21)
+    }
+
+    @Test("a provider failure is a typed error with its code, after what came before played out; yield then reports it")
+    func providerFailure() throws {
+        let (folder, graph) = try Self.graph("chunk: 100, fail-after: 3000")
+        let speech = try SpeechController(Speech.file(folder.file("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        try speech.start()
+        try speech.yield(text: "Hello world. Next one. ")
+        do {
+            _ = try speech.waitUntilFinished()
+            Issue.record("the speech finished without the provider's failure")
+        } catch {
+            guard case .provider(let failure) = error else { Issue.record("\(error)"); return }
+            #expect(failure.node == "voice")
+            #expect(failure.code == "test-failure")
+            #expect(failure.message == "failed after 3000 bytes, as asked")
+            // "Hello world." (2400 bytes) played whole; "Next one." was cut off.
+            #expect(failure.result.heard == HeardText(
+                heard: "Hello world.", interrupted: "Next one.", remainder: "Next one. ", completedUtterances: 1))
+            #expect(throws: SpeechError.provider(failure)) { try speech.yield(text: "More.") }
+        }
+        #expect(try Speech.samples(folder.file("out.wav")).count == 1500)
+    }
+}
