@@ -213,7 +213,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SluiceCLITests",
-            dependencies: ["CSndFile", "SluiceTestSupport"]
+            dependencies: ["CSndFile", "SluiceTestSupport", "JackTestSupport"]
         ),
         .testTarget(
             name: "SluiceHTTPProviderTests",

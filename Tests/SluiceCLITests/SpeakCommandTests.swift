@@ -1,0 +1,89 @@
+import Foundation
+import JackTestSupport
+import SluiceTestSupport
+import Testing
+
+/// `sluice speak`: into a file and into a real JACK server (the dummy backend), from an
+/// argument and from standard input, with the summary and `--stats json`, and every way it
+/// refuses. The controller itself is tested in SluiceSpeechTests.
+@Suite(.serialized) struct SpeakCommandTests {
+    static func json(_ outcome: CommandRunner.Outcome) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any])
+    }
+
+    @Test("into a file: every utterance, the summary line, and --stats json with the heard text")
+    func intoFile() throws {
+        let folder = TemporaryFolder()
+        let out = folder.file("speech.wav")
+        let outcome = try CLI.sluice(["speak", "Hello there. Dr. Smith paid 3.50 dollars.", "--out", out.path, "--no-cache", "--stats", "json"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("spoke "), "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("0 underruns, 2 utterances"), "\(outcome.standardError)")
+        let speech = try #require(try Self.json(outcome)["speech"] as? [String: Any])
+        #expect(speech["heard"] as? String == "Hello there. Dr. Smith paid 3.50 dollars.")
+        #expect((speech["utterances"] as? [[String: Any]])?.compactMap { $0["text"] as? String }
+            == ["Hello there.", "Dr. Smith paid 3.50 dollars."])
+        let file = try SoundFileContents(out)
+        #expect(file.channels == 2)
+        #expect(file.rate == 22_050)
+        #expect(Double(file.frames) / 22_050 > 1)
+    }
+
+    @Test("from standard input: - reads it as it arrives, UTF-8 intact")
+    func fromStandardInput() throws {
+        let folder = TemporaryFolder()
+        let text = "Café au lait. Ünïcode “quotes” too! The end."
+        let outcome = try CLI.sluice(
+            ["speak", "-", "--out", folder.file("in.wav").path, "--no-cache", "--stats", "json"], input: Data(text.utf8))
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let speech = try #require(try Self.json(outcome)["speech"] as? [String: Any])
+        #expect(speech["heard"] as? String == text)
+        #expect(speech["completedUtterances"] as? Int == 3)
+    }
+
+    @Test("into JACK: plays on the server, with the JACK figures and first audio after the text")
+    func intoJack() throws {
+        let server = try JackTestServer.shared()
+        let outcome = try CLI.sluice(["speak", "Hello.", "--server", server.name, "--no-cache", "--strategy", "stream", "--stats", "json"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let stats = try Self.json(outcome)
+        #expect(stats["jackClients"] as? [String] == ["sluice-speak"])
+        #expect(stats["underruns"] as? Int == 0)
+        let speech = try #require(stats["speech"] as? [String: Any])
+        #expect(speech["heard"] as? String == "Hello.")
+        #expect((speech["firstAudioAfterText"] as? Double ?? -1) >= 0)
+        #expect(stats["watermarkSeconds"] as? Double == Double(server.periodFrames) / Double(server.sampleRate))
+    }
+
+    @Test("refusals: no server, a bad graph file, an unknown voice or provider, options that do not fit")
+    func refusals() throws {
+        let absent = "sluice-absent-\(getpid())"
+        var outcome = try CLI.sluice(["speak", "Hi.", "--server", absent, "--no-cache"])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("error: no JACK server named '\(absent)' is running. Start one:"), "\(outcome.standardError)")
+
+        let folder = TemporaryFolder()
+        let graph = try folder.write("name: bad\nnodes:\n  voice: { type: espeak, rat: 175 }\n", to: "bad.yaml")
+        outcome = try CLI.sluice(["speak", "Hi.", "--graph", graph.path, "--out", folder.file("x.wav").path])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("bad.yaml:3:"), "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("'rat'"), "\(outcome.standardError)")
+
+        outcome = try CLI.sluice(["speak", "Hi.", "--voice", "qqq", "--out", folder.file("x.wav").path])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("espeak-ng has no voice 'qqq'"), "\(outcome.standardError)")
+
+        outcome = try CLI.sluice(["speak", "Hi.", "--provider", "espeek", "--out", folder.file("x.wav").path])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("espeek"), "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("espeak"), "\(outcome.standardError)")
+
+        outcome = try CLI.sluice(["speak", "Hi.", "--strategy", "stream", "--watermark", "0.3"])
+        #expect(outcome.status == 64)
+        #expect(outcome.standardError.contains("--watermark sets the buffered strategy's watermark"), "\(outcome.standardError)")
+
+        outcome = try CLI.sluice(["speak", "Hi.", "--set", "rate"])
+        #expect(outcome.status == 64)
+        #expect(outcome.standardError.contains("--set takes name=value"), "\(outcome.standardError)")
+    }
+}
