@@ -98,6 +98,13 @@ struct TutorialTests {
         #expect(abs(played - speechSeconds) < 0.05, "played \(played) s live, rendered \(speechSeconds) s")
         #expect((stats["failures"] as? [Any])?.isEmpty == true, "\(statsLine)")
         #expect(stats["jackClients"] as? [String] == ["sluice"], "\(statsLine)")
+
+        // sluice speak --graph speech.yaml --out spoken.wav: the tutorial's graph, tremolo and
+        // all; offline its jack.sink has no rate, so the resampler keeps espeak's 22050 Hz.
+        let spoken = try SoundFileContents(work.appendingPathComponent("spoken.wav"))
+        #expect(spoken.rate == 22_050 && spoken.channels == 1, "spoken.wav: \(spoken.rate) Hz, \(spoken.channels) channels")
+        #expect(Double(spoken.frames) / 22_050 > 0.8, "spoken.wav lasts \(Double(spoken.frames) / 22_050) s")
+        #expect((spoken.samples.map { abs($0) }.max() ?? 0) > 0.05, "spoken.wav is (nearly) silent")
     }
 
     /// The `sluice check` that fails on the page: its first line is `FILE:LINE:COLUMN: error: …`,
