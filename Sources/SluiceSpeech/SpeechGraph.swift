@@ -30,10 +30,7 @@ public enum SpeechGraph {
     /// The node types a speech graph can use: the built-in ones, `jack.sink`/`jack.source`
     /// (on `server` when a graph names none), and every plugin on the search path.
     public static func registry(server: String?, graphFolder: String?, pluginFolders: [String] = []) throws(SpeechError) -> NodeRegistry {
-        var registry = BuiltinNodes.registry()
-        // Distinct from the built-in names; a CLI test checks the whole listing.
-        try! registry.register(JackSink.type(defaultServer: server))
-        try! registry.register(JackSource.type(defaultServer: server))
+        var registry = builtinRegistry(server: server)
         var searchPath = PluginSearchPath.standard(graphFolder: graphFolder)
         searchPath.folders.insert(contentsOf: pluginFolders.map { PluginSearchPath.Folder($0, origin: .environment) }, at: 0)
         let catalog = PluginCatalog(searchPath: searchPath)
@@ -43,7 +40,18 @@ public enum SpeechGraph {
         } catch {
             errors.append(error.description)
         }
-        guard errors.isEmpty else { throw .graph(errors.joined(separator: "\n")) }
+        // One problem per line, each an `error:` line once printed after the first's prefix.
+        guard errors.isEmpty else { throw .graph(errors.joined(separator: "\nerror: ")) }
+        return registry
+    }
+
+    /// The built-in node types and `jack.sink`/`jack.source` (on `server` when a graph names
+    /// none): every type but the plugins'.
+    public static func builtinRegistry(server: String? = nil) -> NodeRegistry {
+        var registry = BuiltinNodes.registry()
+        // Distinct from the built-in names; a CLI test checks the whole listing.
+        try! registry.register(JackSink.type(defaultServer: server))
+        try! registry.register(JackSource.type(defaultServer: server))
         return registry
     }
 

@@ -2,9 +2,7 @@ import ArgumentParser
 import Foundation
 import SluiceConfig
 import SluiceGraph
-import SluiceJACK
-import SluiceNodes
-import SluicePlugins
+import SluiceSpeech
 
 /// Reads the GRAPH argument: a graph file, or a one-line graph (`tone ! fader ! wav.sink
 /// path=out.wav`) when no such file exists and the text has a `!` or a space.
@@ -16,33 +14,23 @@ enum GraphLoading {
         return try OneLineGraph.parse(argument)
     }
 
-    /// The node types a graph can use: the built-in ones, `jack.sink` and `jack.source` (on
-    /// `server`, when a graph names none).
+    /// The node types every graph can use: the built-in ones, `jack.sink` and `jack.source`
+    /// (on `server`, when a graph names none).
     static func registry(server: String? = nil) -> NodeRegistry {
-        var registry = BuiltinNodes.registry()
-        // The names are distinct from the built-in ones; a test checks the whole listing.
-        try! registry.register(JackSink.type(defaultServer: server))
-        try! registry.register(JackSource.type(defaultServer: server))
-        return registry
+        SpeechGraph.builtinRegistry(server: server)
     }
 
-    /// `registry(server:)` plus the node types of every plugin on the search path of a graph
-    /// in `graphFolder` (nil for a one-line graph: no graph folder). A plugin that fails to
-    /// load, or a type name taken twice, is printed and ends the command with exit 1.
+    /// `registry(server:)` plus the node types of every plugin on the search
+    /// path of a graph in `graphFolder` (nil for a one-line graph: no graph folder) — the
+    /// registry a speech controller uses. A plugin that fails to load, or a type name taken
+    /// twice, is printed and ends the command with exit 1.
     static func registry(server: String? = nil, graphFolder: String?) throws -> NodeRegistry {
-        var registry = registry(server: server)
-        let catalog = PluginCatalog(searchPath: .standard(graphFolder: graphFolder))
-        var errors = catalog.errors
-        do throws(PluginError) {
-            try catalog.register(into: &registry)
+        do {
+            return try SpeechGraph.registry(server: server, graphFolder: graphFolder)
         } catch {
-            errors.append(error)
-        }
-        guard errors.isEmpty else {
-            for error in errors { printError("error: \(error)") }
+            printError("error: \(error)")
             throw ExitCode(1)
         }
-        return registry
     }
 
     /// Loads and checks a graph, printing every problem to standard error.
