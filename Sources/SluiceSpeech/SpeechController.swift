@@ -16,7 +16,8 @@ import Synchronization
 /// ```
 ///
 /// Every method may be called from any thread. A controller speaks once: after it finished
-/// or was cancelled, make a new one.
+/// or was cancelled, make a new one. Once started, its thread keeps it (and the JACK client)
+/// alive until the speech ends, so end every started controller with `finish()` or `cancel()`.
 public final class SpeechController: Sendable {
     /// Where a controller is in its life.
     public enum State: Sendable, Hashable {
