@@ -47,7 +47,9 @@ import Testing
         let outcome = try CLI.sluice(["speak", "Hello.", "--server", server.name, "--no-cache", "--strategy", "stream", "--stats", "json"])
         #expect(outcome.status == 0, "\(outcome.standardError)")
         let stats = try Self.json(outcome)
-        #expect(stats["jackClients"] as? [String] == ["sluice-speak"])
+        // JACK numbers the name when another test's client holds it on the shared server.
+        #expect((stats["jackClients"] as? [String])?.count == 1)
+        #expect((stats["jackClients"] as? [String])?.first?.hasPrefix("sluice-speak") == true)
         #expect(stats["underruns"] as? Int == 0)
         let speech = try #require(stats["speech"] as? [String: Any])
         #expect(speech["heard"] as? String == "Hello.")
