@@ -20,12 +20,15 @@ final class ChildProcess {
         /// A file for standard output; nil: this process's standard error, so stdout stays
         /// JSON lines.
         var outputPath: String?
+        /// A descriptor for standard output (a pipe's write end), in place of `outputPath`.
+        var output: Int32?
         /// A file for standard error; nil: this process's standard error.
         var errorPath: String?
 
-        init(input: Int32? = nil, outputPath: String? = nil, errorPath: String? = nil) {
+        init(input: Int32? = nil, outputPath: String? = nil, output: Int32? = nil, errorPath: String? = nil) {
             self.input = input
             self.outputPath = outputPath
+            self.output = output
             self.errorPath = errorPath
         }
     }
@@ -43,7 +46,9 @@ final class ChildProcess {
         } else {
             posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
         }
-        if let path = streams.outputPath {
+        if let output = streams.output {
+            posix_spawn_file_actions_adddup2(&actions, output, STDOUT_FILENO)
+        } else if let path = streams.outputPath {
             posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         } else {
             posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)

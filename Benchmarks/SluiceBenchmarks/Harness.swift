@@ -147,6 +147,8 @@ struct Figure {
     var runs: Int
     /// The target ratio from the issue, such as ">= 1.0"; nil when there is none.
     var goal: String?
+    /// Whether the goal was met, where the suite decides it (printed as `goal_met`).
+    var goalMet: Bool? = nil
     /// Extra keys appended after the standard ones, in this order.
     var extras: [(key: String, value: Double)] = []
 
@@ -166,6 +168,7 @@ struct Figure {
             ("runs", String(runs)),
         ]
         if let goal { fields.append(("goal", jsonString(goal))) }
+        if let goalMet { fields.append(("goal_met", goalMet ? "true" : "false")) }
         for extra in extras { fields.append((extra.key, jsonNumber(extra.value))) }
         return "{" + fields.map { "\(jsonString($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }

@@ -349,15 +349,14 @@ final class Ear {
     /// Seconds from spawning `command` to its first sound at the ear; then stops it with
     /// `stop` and waits for it to end.
     func timeToFirstAudio(command: [String], stop: Int32, environment: [String: String]) -> Double {
-        state.heardAt.store(0, ordering: .relaxed)
-        state.listening.store(true, ordering: .releasing)
-        defer { state.listening.store(false, ordering: .releasing) }
+        listen()
+        defer { stopListening() }
         let launched = monotonicNanoseconds()
         let child = ChildProcess.start(command, environment: environment)
         let deadline = monotonicSeconds() + 10
         var heard: UInt64 = 0
         while heard == 0 {
-            heard = state.heardAt.load(ordering: .acquiring)
+            heard = heardAt ?? 0
             if heard == 0 {
                 if child.poll() != nil { fail("\(child.command) ended before the ear heard it") }
                 if monotonicSeconds() > deadline { fail("the ear heard nothing from \(child.command) within 10 s") }
@@ -367,6 +366,28 @@ final class Ear {
         child.signal(stop)
         _ = child.wait()
         return Double(heard - launched) * 1e-9
+    }
+
+    /// Forgets any earlier sound and notes the first one from now on.
+    func listen() {
+        state.heardAt.store(0, ordering: .relaxed)
+        state.listening.store(true, ordering: .releasing)
+    }
+
+    func stopListening() {
+        state.listening.store(false, ordering: .releasing)
+    }
+
+    /// Monotonic nanoseconds of the first sound since `listen()`; nil while silent.
+    var heardAt: UInt64? {
+        let heard = state.heardAt.load(ordering: .acquiring)
+        return heard == 0 ? nil : heard
+    }
+
+    /// Whether some client's output is connected to the ear (a client that auto-connects has
+    /// activated).
+    var isConnected: Bool {
+        jack_port_connected(state.left) > 0 || jack_port_connected(state.right) > 0
     }
 
     func close() {

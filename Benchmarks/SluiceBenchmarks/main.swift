@@ -14,6 +14,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("render", "speech-render.yaml offline vs libsamplerate, sox, gst-launch-1.0", RenderSuite.run),
     ("jack", "jack.sink on a private jackd vs a C client, jack_simple_client, gst jackaudiosink", JackSuite.run),
     ("providers", "http-pcm provider from a loopback server vs curl to /dev/null, bytes per second", ProvidersSuite.run),
+    ("speech", "sluice speak - fed 30 tokens/s: first audio after the first sentence vs espeak-ng --stdout", SpeechSuite.run),
 ]
 
 let defaultRuns = 7
