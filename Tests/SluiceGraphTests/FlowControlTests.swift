@@ -99,11 +99,14 @@ import Testing
         // The rule of docs/flow-control.md, tick by tick.
         var expected: Int?
         var watermark = Int.max
+        var firstOutput: Double?
         for tick in 0..<5000 {
             let t = time(ofTick: tick)
             let produced = min(total, Int((pace * Double(Self.rate) * t).rounded(.down)))
-            if produced >= Int(FlowController.measureSeconds * Double(Self.rate)), t > 0 {
-                let measured = Double(produced) / Double(Self.rate) / t
+            // Production is measured from the source's first output.
+            if produced > 0, firstOutput == nil { firstOutput = t }
+            if produced >= Int(FlowController.measureSeconds * Double(Self.rate)), let first = firstOutput, t > first {
+                let measured = Double(produced) / Double(Self.rate) / (t - first)
                 let seconds = 4.0 * (1 - measured)
                 watermark = min(max(Int((seconds * Double(Self.rate)).rounded(.up)) + Self.block, Self.block), 3 * Self.rate)
             }

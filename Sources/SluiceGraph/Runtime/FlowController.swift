@@ -2,8 +2,9 @@
 /// source's measured production rate. Runs off the real-time thread (the driver's or the
 /// run's control loop); the playhead reads the watermark from an atomic.
 ///
-/// The `auto` rule: a source producing `r` seconds of audio per second (measured from the
-/// start of the run over its first output, at least `measureSeconds` of audio) and a stream
+/// The `auto` rule: a source producing `r` seconds of audio per second (measured from its
+/// first output, once it has produced at least `measureSeconds` of audio: time before that —
+/// a speech source waiting for text — says nothing of its speed) and a stream
 /// expected to hold `L` more seconds will not run dry if playback starts with
 /// `W = L·(1 − r)` seconds buffered: by the time the last frame must play, the source has
 /// produced it. Sluice adds one period as margin, clamps to [one period, max-buffered], and

@@ -38,6 +38,14 @@ final class SourceSlot: @unchecked Sendable {
     private var waitingSeconds = 0.0
     /// Units produced so far; read by the flow controller on another thread.
     let producedUnits = Atomic<Int>(0)
+    /// `firstOutputTime`'s bits (0: none yet), for the flow controller on another thread.
+    private let firstOutputTimeBits = Atomic<UInt64>(0)
+
+    /// Graph seconds when the first units were committed, or nil; any thread.
+    var firstOutputGraphTime: Double? {
+        let bits = firstOutputTimeBits.load(ordering: .acquiring)
+        return bits == 0 ? nil : Double(bitPattern: bits)
+    }
     let finished = Atomic<Bool>(false)
 
     private let minimumRoom: Int
@@ -85,6 +93,8 @@ final class SourceSlot: @unchecked Sendable {
             if firstOutputTime == nil {
                 firstOutputTime = time
                 firstOutputWallTime = monotonicSeconds()
+                // A 0 s first output is stored as the smallest positive double: 0 means none.
+                firstOutputTimeBits.store(max(time, .leastNonzeroMagnitude).bitPattern, ordering: .releasing)
             }
             producedUnits.add(produced, ordering: .relaxed)
             output.wakeReader()
