@@ -390,6 +390,11 @@ final class Ear {
         jack_port_connected(state.left) > 0 || jack_port_connected(state.right) > 0
     }
 
+    /// Frames since the current JACK cycle began: where now falls in the period.
+    var framesSinceCycleStart: Int {
+        Int(jack_frames_since_cycle_start(client))
+    }
+
     func close() {
         jack_client_close(client)
     }

@@ -10,11 +10,15 @@ import Foundation
 ///   strategy (`auto`) and once with `--strategy stream`. Once its ports are connected to the
 ///   ear (the client has activated and reads standard input) and a further `settleSeconds`
 ///   have passed, the paragraph goes to its standard input token by token, on a 30-per-second
-///   schedule; then standard input is closed and the run plays out. The figures: Sluice's own
-///   `speech.firstAudioAfterText` (its first read of text to the callback that rendered the
-///   first sample), the sentence's arrival (the first byte written to the token that lets
-///   the chunker release the first sentence: the one after its final `.`), and Sluice's
-///   latency after the sentence = the first minus the second.
+///   schedule timed so that the token releasing the first sentence is written at a chosen point
+///   of a JACK period (run r of N: (r − ½)/N of the way through, read from the ear's client),
+///   so the runs cover the period evenly; then standard input is closed and the run plays
+///   out. The figures: Sluice's own `speech.firstAudioAfterText` (its first read of text to
+///   the callback that rendered the first sample), the sentence's arrival (the first byte
+///   written to the token that lets the chunker release the first sentence: the one after its
+///   final `.`), and Sluice's latency after the sentence = the first minus the second. The
+///   ear notes the first non-zero sample as a check, and `pipelineLatency` splits the latency
+///   into before and inside the graph.
 /// - espeak-ng's synthesis alone: `espeak-ng -v en -s 175 --stdout` already running (reading
 ///   standard input a line at a time), from writing the first sentence and a newline to the
 ///   first byte of audio after the 44-byte WAV header on its standard output.
@@ -68,10 +72,12 @@ enum SpeechSuite {
         var cold: [Double] = []
         var startup: [Double] = []
         for run in 1...runs {
+            // The period's phase, spread evenly over the runs and the same for each strategy.
+            let phase = (Double(run) - 0.5) / Double(runs)
             for strategy in strategies {
                 let output = "\(folder)/speak-\(strategy)-\(run).json"
                 speakRuns[strategy, default: []].append(
-                    speak(sluice: sluice, server: server, ear: ear, strategy: strategy, text: text, output: output))
+                    speak(sluice: sluice, server: server, ear: ear, strategy: strategy, text: text, phase: phase, output: output))
             }
             let warm = espeakSynthesis(text.firstSentence)
             let coldRun = espeakCold(text.firstSentence)
@@ -90,8 +96,9 @@ enum SpeechSuite {
             let arrival = series.map { $0.sentenceArrival * 1_000 }
             let after = series.map { ($0.firstAudioAfterText - $0.sentenceArrival) * 1_000 }
             let earAfter = series.compactMap { run in run.earFirstSound.map { ($0 - run.sentenceArrival) * 1_000 } }
+            let pipeline = series.map { $0.pipelineLatency * 1_000 }
             let watermarks = series.map { $0.watermark * 1_000 }
-            note("\(strategy) (ms): first audio after text \(JackSuite.formattedList(ttfa)), sentence arrival \(JackSuite.formattedList(arrival)), after the sentence \(JackSuite.formattedList(after)), at the ear after the sentence \(JackSuite.formattedList(earAfter)), watermark \(JackSuite.formattedList(watermarks)), underruns \(series.map { Int($0.underruns) }), xruns \(series.map { Int($0.xruns) })")
+            note("\(strategy) (ms): first audio after text \(JackSuite.formattedList(ttfa)), sentence arrival \(JackSuite.formattedList(arrival)), after the sentence \(JackSuite.formattedList(after)), at the ear after the sentence \(JackSuite.formattedList(earAfter)), pipeline latency \(JackSuite.formattedList(pipeline)), watermark \(JackSuite.formattedList(watermarks)), sentence released at frame \(series.map(\.releasedAtFrame)) of \(JackSuite.periodFrames), underruns \(series.map { Int($0.underruns) }), xruns \(series.map { Int($0.xruns) })")
             if watermarks.max()! != watermarks.min()! { note("\(strategy): the watermark differed between runs; the goal uses the median") }
             let sluiceAfter = median(after)
             let reference = median(synthesis)
@@ -103,7 +110,7 @@ enum SpeechSuite {
                 ("sluice_min", after.min()!), ("sluice_max", after.max()!),
                 ("reference_min", synthesis.min()!), ("reference_max", synthesis.max()!),
                 ("ttfa", median(ttfa)), ("ttfa_min", ttfa.min()!), ("ttfa_max", ttfa.max()!),
-                ("sentence_arrival", median(arrival)),
+                ("sentence_arrival", median(arrival)), ("pipeline_latency", median(pipeline)),
             ]
             if !earAfter.isEmpty { extras.append(("ear_after_sentence", median(earAfter))) }
             extras += [
@@ -172,15 +179,21 @@ enum SpeechSuite {
         var firstAudioAfterText: Double
         /// From the first byte written to the token that released the first sentence.
         var sentenceArrival: Double
+        /// Frames since the JACK cycle began when that token was written.
+        var releasedAtFrame: Int
         /// From the first byte written to the first non-zero sample at the ear.
         var earFirstSound: Double?
+        /// `pipelineLatency`: the provider's first audio entering the graph to the callback
+        /// that rendered the first sample.
+        var pipelineLatency: Double
         var watermark: Double
         var underruns: Double
         var xruns: Double
     }
 
+    /// One run; `phase` (0..<1) is where in a JACK period the releasing token is written.
     static func speak(
-        sluice: String, server: BenchServer, ear: Ear, strategy: String, text: Paragraph, output: String
+        sluice: String, server: BenchServer, ear: Ear, strategy: String, text: Paragraph, phase: Double, output: String
     ) -> SpeakRun {
         // The previous client must be gone from the ear, or its connection would look like
         // this one's.
@@ -201,8 +214,17 @@ enum SpeechSuite {
         }
         usleep(UInt32(settleSeconds * 1e6))
 
+        // Time the schedule so the releasing token is written `phase` of a period after a
+        // cycle begins (the ear's client shares the server's cycle).
+        let period = Double(JackSuite.periodFrames)
+        let lead = Double(text.releasing) / tokensPerSecond * Double(JackSuite.sampleRate)
+        let now = Double(ear.framesSinceCycleStart)
+        var delay = (phase * period - now - lead).truncatingRemainder(dividingBy: period)
+        if delay < 0 { delay += period }
+        let start = monotonicNanoseconds() + UInt64(delay / Double(JackSuite.sampleRate) * 1e9)
+
         ear.listen()
-        let (first, released) = feed(text.tokens, to: ends[1], releasing: text.releasing)
+        let fed = feed(text.tokens, to: ends[1], releasing: text.releasing, startingAt: start, ear: ear)
         close(ends[1])
         child.expectExit()
         let heard = ear.heardAt
@@ -211,8 +233,8 @@ enum SpeechSuite {
         let stats = StatsFile(output)
         guard let speech = stats.object["speech"] as? [String: Any],
             let firstAudio = (speech["firstAudioAfterText"] as? NSNumber)?.doubleValue,
-            let watermark = stats.number("watermarkSeconds")
-        else { fail("\(output) has no speech.firstAudioAfterText or watermarkSeconds") }
+            let watermark = stats.number("watermarkSeconds"), let pipelineLatency = stats.number("pipelineLatency")
+        else { fail("\(output) has no speech.firstAudioAfterText, watermarkSeconds or pipelineLatency") }
         // Checked work: the whole paragraph was spoken, the first sentence on its own.
         let spoken = speech["heard"] as? String
         guard spoken == paragraph else { fail("\(output): heard \(jsonString(spoken ?? "nothing")), not the paragraph") }
@@ -221,28 +243,34 @@ enum SpeechSuite {
             fail("\(output): the first utterance is not \(jsonString(text.firstSentence))")
         }
         return SpeakRun(
-            firstAudioAfterText: firstAudio, sentenceArrival: released - first,
-            earFirstSound: heard.map { Double($0) * 1e-9 - first }, watermark: watermark,
+            firstAudioAfterText: firstAudio, sentenceArrival: fed.released - fed.first,
+            releasedAtFrame: fed.releasedAtFrame,
+            earFirstSound: heard.map { Double($0) * 1e-9 - fed.first }, pipelineLatency: pipelineLatency, watermark: watermark,
             underruns: (speech["underruns"] as? NSNumber)?.doubleValue ?? 0, xruns: stats.number("xruns") ?? 0)
     }
 
     /// Writes `tokens` to `descriptor` on a 30-per-second schedule (token i due i/30 s after
-    /// the first); returns the monotonic seconds just before the first and the `releasing`
-    /// token were written.
-    static func feed(_ tokens: [String], to descriptor: Int32, releasing: Int) -> (first: Double, released: Double) {
-        let start = monotonicNanoseconds()
+    /// `start`, monotonic nanoseconds); returns the monotonic seconds just before the first
+    /// and the `releasing` token were written, and where in its JACK period the latter was.
+    static func feed(
+        _ tokens: [String], to descriptor: Int32, releasing: Int, startingAt start: UInt64, ear: Ear
+    ) -> (first: Double, released: Double, releasedAtFrame: Int) {
         var first = 0.0
         var released = 0.0
+        var releasedAtFrame = 0
         for (index, token) in tokens.enumerated() {
             let due = start + UInt64(Double(index) / tokensPerSecond * 1e9)
             var until = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
             let now = monotonicSeconds()
             if index == 0 { first = now }
-            if index == releasing { released = now }
+            if index == releasing {
+                released = now
+                releasedAtFrame = ear.framesSinceCycleStart
+            }
             writeAll(Array(token.utf8), to: descriptor, what: "sluice speak's stdin")
         }
-        return (first, released)
+        return (first, released, releasedAtFrame)
     }
 
     /// `sluice` built beside this executable, with the espeak plugin it loads from the same
