@@ -326,11 +326,17 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         let id = UtteranceID(utterance)
         io.emit(Marker(position: position, event: .utteranceStart(id)), on: 0)
         if let planned {
-            io.emit(Marker(position: position, event: .textSpan(TextSpan(utterance: id, start: Int32(clamping: planned.start), end: Int32(clamping: planned.end)))), on: 0)
+            io.emit(spanMarker(planned, id), on: 0)
             emittedSpanEnd = planned.end
         }
         inUtterance = true
         recording = nil
+    }
+
+    /// The `textSpan` marker of utterance `id`, at the current position.
+    private func spanMarker(_ planned: PlannedUtterance, _ id: UtteranceID) -> Marker {
+        Marker(position: position, event: .textSpan(TextSpan(
+            utterance: id, start: Int32(clamping: planned.start), end: Int32(clamping: planned.end))))
     }
 
     private func endUtterance(_ planned: PlannedUtterance?, _ io: inout ProcessIO) {
@@ -339,7 +345,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         if let latest = plan.withLock({ Int(utterance) < $0.utterances.count ? $0.utterances[Int(utterance)] : nil }),
             latest.end != emittedSpanEnd
         {
-            io.emit(Marker(position: position, event: .textSpan(TextSpan(utterance: id, start: Int32(clamping: latest.start), end: Int32(clamping: latest.end)))), on: 0)
+            io.emit(spanMarker(latest, id), on: 0)
         }
         io.emit(Marker(position: position, event: .utteranceEnd(id)), on: 0)
         inUtterance = false

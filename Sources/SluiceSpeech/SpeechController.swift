@@ -160,10 +160,7 @@ public final class SpeechController: Sendable {
         case .cancelled where !hasRun: throw .alreadyCancelled
         default: break
         }
-        if !endedFlag.load(ordering: .acquiring) {
-            ended.wait()
-            ended.signal()
-        }
+        waitForEnd()
         return try shared.withLock { $0.outcome! }.get()
     }
 
@@ -217,10 +214,7 @@ public final class SpeechController: Sendable {
         }
         if wasRunning {
             playback.cancel()
-            if !endedFlag.load(ordering: .acquiring) {
-                ended.wait()
-                ended.signal()
-            }
+            waitForEnd()
         }
         return shared.withLock { shared in
             switch shared.outcome {
@@ -230,6 +224,14 @@ public final class SpeechController: Sendable {
             default: return HeardText(remainder: String(decoding: shared.feeder.utf8, as: UTF8.self))
             }
         }
+    }
+
+    /// Blocks until the controller's thread has stored the outcome. Each waiter passes the
+    /// signal on, so any number of them (and later calls) return.
+    private func waitForEnd() {
+        guard !endedFlag.load(ordering: .acquiring) else { return }
+        ended.wait()
+        ended.signal()
     }
 
     // MARK: Following the run (the controller's thread)

@@ -20,8 +20,6 @@ struct TextFeeder {
     /// Incremental sources: characters handed over so far, and whether an utterance is open.
     private var pushed = 0
     private var open = false
-    private(set) var utterancesGiven = 0
-    private(set) var receivedAnyText = false
 
     init(source: any TextDrivenSource, chunker: SentenceChunker) {
         self.source = source
@@ -38,7 +36,6 @@ struct TextFeeder {
 
     mutating func append(_ text: String) {
         guard !text.isEmpty else { return }
-        receivedAnyText = true
         for character in text {
             characters.append(character)
             utf8.append(contentsOf: character.utf8)
@@ -67,7 +64,6 @@ struct TextFeeder {
         if let incremental, open {
             incremental.endUtterance()
             open = false
-            utterancesGiven += 1
         }
         source.finishText()
     }
@@ -76,7 +72,6 @@ struct TextFeeder {
         for utterance in utterances {
             guard let incremental else {
                 source.receive(text: utterance.text, at: offset(of: utterance.range.lowerBound))
-                utterancesGiven += 1
                 continue
             }
             let from = max(pushed, utterance.range.lowerBound)
@@ -90,7 +85,6 @@ struct TextFeeder {
             incremental.endUtterance()
             open = false
             pushed = max(pushed, utterance.range.upperBound)
-            utterancesGiven += 1
         }
     }
 
