@@ -7,13 +7,16 @@ import Synchronization
 /// from the factory and converted to `NodeDescriptor`s.
 ///
 /// A library is loaded once per process and path: `load(path:)` returns the same object
-/// while anyone holds it. When the last reference goes (the loader's and every node's), the
-/// plugin's `deinit` runs. The library itself stays mapped: a Swift plugin's image cannot be
-/// unloaded safely (the runtime keeps pointers into it), so the host never calls `dlclose`;
-/// loading the path again calls `init` again.
+/// while anyone holds it. The plugin's `init` runs once, when the first object for its path
+/// is made, and its `deinit` once, after the last one for that path has gone (the loader's
+/// and every node's) — even when a new object was made for the path while the old one was
+/// still being released, so `init` and `deinit` always alternate. The library itself stays
+/// mapped: a Swift plugin's image cannot be unloaded safely (the runtime keeps pointers into
+/// it), so the host never calls `dlclose`; loading the path again calls `init` again.
 public final class PluginLibrary: @unchecked Sendable {
     // SAFETY (@unchecked Sendable): every stored property is set in `init` and never changes;
-    // the pointers are owned by the plugin and valid until `deinit` calls its `deinit`.
+    // the pointers are owned by the plugin and valid until its `deinit` runs, which is after
+    // the last object for the path has gone.
 
     /// The library's absolute path.
     public let path: String
@@ -23,9 +26,9 @@ public final class PluginLibrary: @unchecked Sendable {
     let entry: UnsafePointer<sluice_plugin_entry_t>
     let factory: UnsafePointer<sluice_node_factory_t>
 
-    /// Libraries loaded in this process, by resolved path. `init` and `deinit` of plugins run
-    /// under this lock, so they never overlap.
-    private static let loaded = Mutex<[String: WeakLibrary]>([:])
+    /// Libraries initialised in this process, by resolved path. The plugins' `init` and
+    /// `deinit` run under this lock, so they never overlap.
+    private static let loaded = Mutex<[String: LoadedPlugin]>([:])
     private let key: String
 
     /// Loads the plugin at `path` (or returns the one already loaded from there).
@@ -42,16 +45,27 @@ public final class PluginLibrary: @unchecked Sendable {
         } ?? absolute
         return try loaded.withLock { (table) throws(PluginError) -> PluginLibrary in
             if let library = table[key]?.library { return library }
-            let library = try PluginLibrary(path: absolute, key: key)
-            table[key] = WeakLibrary(library: library)
+            // The last object may be on its way out, its `deinit` waiting for this lock: the
+            // plugin is still initialised, so the new object shares it and counts itself in.
+            let plugin: LoadedPlugin
+            if let initialised = table[key] { plugin = initialised } else { plugin = try Self.initialise(path: absolute) }
+            let library = PluginLibrary(path: absolute, key: key, plugin: plugin)
+            table[key] = plugin.adding(library)
             return library
         }
     }
 
-    /// Called with `loaded` locked.
-    private init(path: String, key: String) throws(PluginError) {
+    private init(path: String, key: String, plugin: LoadedPlugin) {
         self.path = path
         self.key = key
+        entry = plugin.entry
+        factory = plugin.factory
+        nodeTypes = plugin.nodeTypes
+    }
+
+    /// Opens the library, checks its entry, calls its `init` and reads its node types.
+    /// Called with `loaded` locked.
+    private static func initialise(path: String) throws(PluginError) -> LoadedPlugin {
         _ = dlerror()
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown reason"
@@ -70,7 +84,6 @@ public final class PluginLibrary: @unchecked Sendable {
             entry.pointee.deinit != nil
         else { throw .invalidEntry(path: path, problem: "its entry leaves init, deinit or get_factory NULL") }
         guard initialise(path) else { throw .initFailed(path: path) }
-        self.entry = entry
         guard let raw = getFactory(SLUICE_NODE_FACTORY_ID) else {
             entry.pointee.deinit?()
             throw .missingFactory(path: path)
@@ -78,19 +91,29 @@ public final class PluginLibrary: @unchecked Sendable {
         // SAFETY: the ABI says the pointer returned for SLUICE_NODE_FACTORY_ID is a
         // sluice_node_factory_t, valid until `deinit`.
         let factory = raw.assumingMemoryBound(to: sluice_node_factory_t.self)
-        self.factory = factory
         do throws(PluginError) {
-            nodeTypes = try Self.readTypes(of: factory, path: path)
+            let nodeTypes = try Self.readTypes(of: factory, path: path)
+            return LoadedPlugin(entry: entry, factory: factory, nodeTypes: nodeTypes)
         } catch {
             entry.pointee.deinit?()
             throw error
         }
     }
 
+    /// Tests only: runs at the start of `deinit` with the library's path, before the table is
+    /// locked — the moment a load can find the path's last object already gone.
+    static let releaseHook = Mutex<(@Sendable (String) -> Void)?>(nil)
+
     deinit {
+        Self.releaseHook.withLock { $0 }?(path)
         Self.loaded.withLock { table in
-            if table[key]?.library == nil { table[key] = nil }
-            entry.pointee.deinit?()
+            guard let plugin = table[key]?.removingOne() else { return }
+            if plugin.objects == 0 {
+                table[key] = nil
+                entry.pointee.deinit?()
+            } else {
+                table[key] = plugin
+            }
         }
     }
 
@@ -172,10 +195,37 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 }
 
-/// A table entry that does not keep its library alive.
-private struct WeakLibrary: @unchecked Sendable {
-    // SAFETY (@unchecked Sendable): read and written only under `PluginLibrary.loaded`'s lock.
+/// A plugin initialised in this process: what every `PluginLibrary` object for its path
+/// shares, and how many of those objects are alive (a released one counts until its own
+/// `deinit` has run).
+private struct LoadedPlugin: @unchecked Sendable {
+    // SAFETY (@unchecked Sendable): read and written only under `PluginLibrary.loaded`'s
+    // lock; the pointers are the plugin's, valid until its `deinit`.
+    let entry: UnsafePointer<sluice_plugin_entry_t>
+    let factory: UnsafePointer<sluice_node_factory_t>
+    let nodeTypes: [PluginNodeType]
+    /// The newest object, not kept alive by the table.
     weak var library: PluginLibrary?
+    private(set) var objects = 0
+
+    init(entry: UnsafePointer<sluice_plugin_entry_t>, factory: UnsafePointer<sluice_node_factory_t>, nodeTypes: [PluginNodeType]) {
+        self.entry = entry
+        self.factory = factory
+        self.nodeTypes = nodeTypes
+    }
+
+    func adding(_ object: PluginLibrary) -> LoadedPlugin {
+        var plugin = self
+        plugin.library = object
+        plugin.objects += 1
+        return plugin
+    }
+
+    func removingOne() -> LoadedPlugin {
+        var plugin = self
+        plugin.objects -= 1
+        return plugin
+    }
 }
 
 /// One node type a plugin provides.

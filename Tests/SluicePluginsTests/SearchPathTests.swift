@@ -50,11 +50,4 @@ import Testing
         #expect(shadowed == [later, last])
         #expect(catalog.entries.map(\.folder.origin) == [.graphFolder, .environment, .environment, .install])
     }
-
-    @Test("the same file loads once per process")
-    func loadedOnce() throws {
-        let a = try PluginLibrary.load(path: Plugins.ducker)
-        let b = try PluginLibrary.load(path: Plugins.ducker)
-        #expect(a === b)
-    }
 }
