@@ -30,10 +30,21 @@ import Testing
     }
 
     @Test func aClockedSinkPlaysTheSameAudioAfterItsLeadingSilence() throws {
-        // 5× real time: fast, with room for the worker to keep up even under a sanitizer.
-        let sink = CollectingSink(pace: .realtime(speed: 5))
-        let live = try LiveRun(graph: compile(frames: 24_000, sink: sink))
-        let report = try live.run()
+        // 5× real time: fast, with room for the worker to keep up even under a sanitizer. A
+        // machine busy enough to starve the worker makes the sink underrun, and an underrun
+        // fades the audio (as it should; PlayheadTests test that): such a run is repeated, a
+        // few times at most, for one that compares.
+        var attempts = 0
+        var sink: CollectingSink
+        var live: LiveRun
+        var report: RunReport
+        repeat {
+            attempts += 1
+            sink = CollectingSink(pace: .realtime(speed: 5))
+            live = try LiveRun(graph: compile(frames: 24_000, sink: sink))
+            report = try live.run()
+        } while report.underruns > 0 && attempts < 5
+        try #require(report.underruns == 0, "every one of \(attempts) runs underran: the machine is starving the worker")
         let start = try #require(sink.samples.firstIndex { $0 != 0 })
         let played = Array(sink.samples[start..<(start + 24_000 - 1)])
         // The ramp's first sample is -0.5, never 0, so the first non-zero sample is frame 0.
@@ -63,9 +74,10 @@ import Testing
             if status.state == .buffering && status.position == 0 {
                 sawBuffering = true
                 let toBuffer = try #require(status.secondsToBuffer)
-                // What is still to buffer and what is buffered add up to the watermark
-                // (read a moment apart, so within what the source adds meanwhile).
-                #expect(abs(toBuffer + status.bufferedSeconds - 0.1) < 0.02)
+                // What is still to buffer is the watermark less what is buffered. Playback
+                // starts at the device's next period, so a starved device thread can find
+                // more than the watermark buffered, and nothing still to buffer.
+                #expect(abs(toBuffer - max(0, 0.1 - status.bufferedSeconds)) < 1e-9)
             }
             if status.state != .buffering { break }
             sleep(seconds: 0.001)
