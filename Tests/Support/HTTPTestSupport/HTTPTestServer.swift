@@ -97,6 +97,7 @@ public final class HTTPTestServer: @unchecked Sendable {
     private var transfers: [Transfer] = []
     private var connections: Set<Int32> = []
     private var stopped = false
+    private var listenerOpen = true
     private var generator: SplitMix64
 
     /// - Parameters:
@@ -136,13 +137,15 @@ public final class HTTPTestServer: @unchecked Sendable {
 
     /// Closes the listener and every connection; stalled replies end.
     public func stop() {
-        let open: Set<Int32> = lock.withLock {
-            if stopped { return [] }
+        // Under the lock: descriptors are closed under it too, so none of these numbers can
+        // have been reused by another socket in this process (another test's server or
+        // client) by the time it is shut down here.
+        lock.withLock {
+            if stopped { return }
             stopped = true
-            return connections
+            if listenerOpen { shutdown(listener, Int32(SHUT_RDWR)) }
+            for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     public var requests: [Request] { lock.withLock { recorded } }
@@ -153,7 +156,12 @@ public final class HTTPTestServer: @unchecked Sendable {
     // MARK: Connections
 
     private func acceptLoop() {
-        defer { close(listener) }
+        defer {
+            lock.withLock {
+                listenerOpen = false
+                close(listener)
+            }
+        }
         while !isStopped {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
@@ -180,8 +188,10 @@ public final class HTTPTestServer: @unchecked Sendable {
 
     private func serve(_ fd: Int32) {
         defer {
-            lock.withLock { _ = connections.remove(fd) }
-            close(fd)
+            lock.withLock {
+                connections.remove(fd)
+                close(fd)
+            }
         }
         var pending: [UInt8] = []
         while let request = readRequest(fd, &pending) {
