@@ -108,7 +108,7 @@ public final class HTTPTestServer: @unchecked Sendable {
         self.handler = handler
         self.sendBufferBytes = sendBufferBytes
         generator = SplitMix64(seed: seed)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -168,6 +168,9 @@ public final class HTTPTestServer: @unchecked Sendable {
                 if errno == EINTR { continue }
                 return
             }
+            // Glibc's module does not export accept4; a child spawned in this instant would
+            // only keep this connection open longer.
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             var yes: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
             if var size = sendBufferBytes.map(Int32.init) {
