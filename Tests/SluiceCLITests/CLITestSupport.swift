@@ -17,10 +17,24 @@ enum CLI {
     /// under one), so a hang fails the test instead of stalling the suite.
     static let timeout: Double = 60
 
+    /// The synthesis cache `sluice speak` uses in these tests: a folder of this test run's,
+    /// never the user's, so no run depends on what an earlier one stored.
+    static let cacheHome: String = {
+        try? FileManager.default.createDirectory(at: cacheHomeURL(), withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: CLI.cacheHomeURL()) }
+        return cacheHomeURL().path
+    }()
+
+    private static func cacheHomeURL() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("sluice-cli-cache-\(getpid())")
+    }
+
     /// Runs `sluice arguments…` in `directory` (the package root unless told), with `input`
-    /// on standard input when given.
+    /// on standard input when given, and `cacheHome` as its XDG cache folder.
     static func sluice(_ arguments: [String], in directory: URL = packageRoot, input: Data? = nil) throws -> CommandRunner.Outcome {
-        try CommandRunner.run("sluice", arguments, timeout: timeout, standardInput: input, currentDirectory: directory)
+        try CommandRunner.run(
+            "sluice", arguments, timeout: timeout, standardInput: input, currentDirectory: directory,
+            environment: ["XDG_CACHE_HOME": cacheHome])
     }
 
     /// The `.yaml` graphs shipped in `graphs/`, by file name.

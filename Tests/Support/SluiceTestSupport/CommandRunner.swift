@@ -30,13 +30,14 @@ public enum CommandRunner {
     ///   - standardInput: bytes the child reads on standard input, which is then closed; nil
     ///     leaves the test runner's standard input to the child.
     ///   - currentDirectory: the child's working directory; nil keeps the test runner's.
+    ///   - environment: variables to set or replace in the child's environment.
     public static func run(
         _ name: String, _ arguments: [String], timeout: Double = 60,
-        standardInput: Data? = nil, currentDirectory: URL? = nil
+        standardInput: Data? = nil, currentDirectory: URL? = nil, environment: [String: String] = [:]
     ) throws -> Outcome {
         try run(
             executable: productsFolder.appendingPathComponent(name), arguments, timeout: timeout,
-            standardInput: standardInput, currentDirectory: currentDirectory)
+            standardInput: standardInput, currentDirectory: currentDirectory, environment: environment)
     }
 
     /// Runs the program at `executable` (a compiler, a script, an installed tool) likewise.
@@ -81,7 +82,10 @@ public enum CommandRunner {
             DispatchQueue.global().async(group: readers) { sink.set(pipe.fileHandleForReading.readDataToEndOfFile()) }
         }
         if finished.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
+            // SIGKILL, not terminate()'s SIGTERM: a child inherits the signal mask of the
+            // thread that spawned it, and a test that blocked SIGTERM would leave it running.
+            kill(process.processIdentifier, SIGKILL)
+            _ = finished.wait(timeout: .now() + 5)
             throw TimedOut(command: ([name] + arguments).joined(separator: " "))
         }
         readers.wait()
