@@ -44,28 +44,7 @@ enum CLI {
     }
 }
 
-/// A fresh folder under the system's temporary folder, removed with everything in it when the
-/// last reference goes (at the end of the test that made it).
-final class TemporaryFolder: Sendable {
-    let url: URL
-
-    init(_ label: String = "sluice-cli") {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
-    /// Writes `text` to `name` in the folder and returns its URL.
-    @discardableResult
-    func write(_ text: String, to name: String) throws -> URL {
-        let target = file(name)
-        try Data(text.utf8).write(to: target)
-        return target
-    }
-
+extension TemporaryFolder {
     /// Copies the package's `graphs/` (with `graphs/audio/`) into the folder.
     func copyOfGraphs() throws -> URL {
         let copy = file("graphs")

@@ -128,7 +128,7 @@ import Testing
         (voice: "en-us", rate: 250, pitch: 30, volume: 60),
     ])
     func equalsCommandLine(_ settings: (voice: String, rate: Int, pitch: Int, volume: Int)) throws {
-        let folder = Folder("sluice-espeak")
+        let folder = TemporaryFolder("sluice-espeak")
         let graph = try folder.write("""
             name: espeak
             nodes:
@@ -138,16 +138,16 @@ import Testing
             links:
               - voice -> align -> out
             \(Self.playback)
-            """, as: "espeak.yaml")
+            """, to: "espeak.yaml").path
         let render = try CommandRunner.run("sluice", ["render", graph, "--text", Self.sentence], timeout: 120)
         try #require(render.status == 0, "\(render.standardError)")
         let cli = try CommandRunner.run(
             executable: URL(fileURLWithPath: "/usr/bin/espeak-ng"),
-            ["-w", folder.file("cli.wav"), "-v", settings.voice, "-s", "\(settings.rate)", "-p", "\(settings.pitch)",
+            ["-w", folder.path("cli.wav"), "-v", settings.voice, "-s", "\(settings.rate)", "-p", "\(settings.pitch)",
              "-a", "\(settings.volume)", "--", Self.sentence])
         try #require(cli.status == 0, "\(cli.standardError)")
-        let ours = try WAVData(path: folder.file("out.wav"))
-        let theirs = try WAVData(path: folder.file("cli.wav"))
+        let ours = try WAVData(path: folder.path("out.wav"))
+        let theirs = try WAVData(path: folder.path("cli.wav"))
         #expect(ours.rate == 22_050 && theirs.rate == 22_050)
         #expect(ours.samples.count > 22_050)
         #expect(ours.samples.count == theirs.samples.count)

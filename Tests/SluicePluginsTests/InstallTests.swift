@@ -16,25 +16,25 @@ import Testing
 
     @Test("install, then cc $(pkg-config --cflags sluice-plugin) -shared -fPIC the C example, then load and run it")
     func buildAgainstInstalledTree() throws {
-        let prefix = Folder("sluice-prefix")
+        let prefix = TemporaryFolder("sluice-prefix")
         let install = try Self.run(
             "/bin/bash", [Plugins.packageRoot.appendingPathComponent("scripts/install").path,
                           "--bin-path", CommandRunner.productsFolder.path, prefix.path])
         try #require(install.status == 0, "\(install.standardError)")
         for file in ["bin/sluice", "lib/sluice/plugins/libsluice-ducker.so", "include/sluice/sluice.h",
                      "include/sluice/common.h", "lib/pkgconfig/sluice-plugin.pc", "share/sluice/examples/ducker/ducker.c"] {
-            #expect(FileManager.default.fileExists(atPath: prefix.file(file)), "\(file) is not installed")
+            #expect(FileManager.default.fileExists(atPath: prefix.path(file)), "\(file) is not installed")
         }
 
         // Outside the repository: only the installed tree and pkg-config.
-        let work = Folder("sluice-plugin-author")
-        let environment = ["PKG_CONFIG_PATH": prefix.file("lib/pkgconfig")]
+        let work = TemporaryFolder("sluice-plugin-author")
+        let environment = ["PKG_CONFIG_PATH": prefix.path("lib/pkgconfig")]
         let flags = try Self.run("/usr/bin/pkg-config", ["--cflags", "sluice-plugin"], environment: environment)
         #expect(flags.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == "-I\(prefix.path)/include")
         let plugindir = try Self.run("/usr/bin/pkg-config", ["--variable=plugindir", "sluice-plugin"], environment: environment)
         #expect(plugindir.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines) == prefix.path + "/lib/sluice/plugins")
-        let output = work.file("libsluice-my-ducker.so")
-        let source = prefix.file("share/sluice/examples/ducker/ducker.c")
+        let output = work.path("libsluice-my-ducker.so")
+        let source = prefix.path("share/sluice/examples/ducker/ducker.c")
         let compile = try Self.run(
             "/bin/sh", ["-c", "cc $(pkg-config --cflags sluice-plugin) -std=c11 -pedantic -Werror -shared -fPIC -fvisibility=hidden -o \"$1\" \"$2\" -lm", "sh", output, source],
             environment: environment)
@@ -50,7 +50,7 @@ import Testing
         #expect(zip(mine, built).allSatisfy { abs($0 - $1) <= 1e-6 })
 
         // The installed tool finds the installed plugin folder with no configuration.
-        let listing = try Self.run(prefix.file("bin/sluice"), ["plugins"], environment: ["SLUICE_PLUGIN_PATH": ""])
+        let listing = try Self.run(prefix.path("bin/sluice"), ["plugins"], environment: ["SLUICE_PLUGIN_PATH": ""])
         #expect(listing.status == 0, "\(listing.standardError)")
         #expect(listing.standardOutput.contains("  1. \(prefix.path)/lib/sluice/plugins (install)"), "\(listing.standardOutput)")
         #expect(listing.standardOutput.contains("\(prefix.path)/lib/sluice/plugins/libsluice-ducker.so (install)\n  ducker (processor)"))

@@ -2,14 +2,15 @@ import Foundation
 import SluiceGraph
 import SluiceNodes
 import SluicePlugins
+import SluiceTestSupport
 import Testing
 
 /// Every loader error, from real files on disk and real `dlopen` calls.
 @Suite struct LoaderErrorTests {
     @Test("a missing file")
     func missingFile() {
-        let folder = Folder()
-        let path = folder.file("libsluice-nothing.so")
+        let folder = TemporaryFolder()
+        let path = folder.path("libsluice-nothing.so")
         let error = pluginError { _ = try PluginLibrary.load(path: path) }
         #expect(error == .missingFile(path: path))
         #expect(error?.description == "plugin '\(path)' does not exist")
@@ -17,8 +18,8 @@ import Testing
 
     @Test("a text file named .so is not a shared library")
     func textFile() throws {
-        let folder = Folder()
-        let path = try folder.write("this is not a library\n", as: "libsluice-text.so")
+        let folder = TemporaryFolder()
+        let path = try folder.write("this is not a library\n", to: "libsluice-text.so").path
         let error = pluginError { _ = try PluginLibrary.load(path: path) }
         #expect(error?.kind == "notALibrary")
         #expect(error?.path == path)
@@ -50,8 +51,8 @@ import Testing
 
     @Test("two plugins declaring the same type name")
     func duplicateAcrossPlugins() throws {
-        let first = Folder()
-        let second = Folder()
+        let first = TemporaryFolder()
+        let second = TemporaryFolder()
         let a = try first.copy(Plugins.ducker, as: "libsluice-ducker.so")
         let b = try second.copy(Plugins.ducker, as: "libsluice-ducker-copy.so")
         let catalog = PluginCatalog(searchPath: PluginSearchPath(folders: [
@@ -76,8 +77,8 @@ import Testing
 
     @Test("a catalog keeps going past a broken file and reports it")
     func brokenFileInCatalog() throws {
-        let folder = Folder()
-        try folder.write("not a library", as: "libsluice-aaa.so")
+        let folder = TemporaryFolder()
+        try folder.write("not a library", to: "libsluice-aaa.so")
         try folder.copy(Plugins.wrongABI, as: "libsluice-bbb.so")
         let ducker = try folder.copy(Plugins.ducker, as: "libsluice-ducker.so")
         try folder.copy(Plugins.ducker, as: "ducker.so")  // not named libsluice-*: ignored

@@ -1,5 +1,6 @@
 import Foundation
 @testable import SluicePlugins
+import SluiceTestSupport
 import Synchronization
 import Testing
 
@@ -15,7 +16,7 @@ import Testing
     /// older one was being released: this used to wipe the newer object's plugin state.
     @Test("a load while the path's last object is being released shares the plugin; deinit waits for both")
     func loadDuringRelease() throws {
-        let folder = Folder()
+        let folder = TemporaryFolder()
         // A private copy: its own image and plugin state, loaded and released only here.
         let path = try folder.copy(Plugins.swiftTest, as: "libsluice-release.so")
         let yaml = SwiftKitPluginTests.speechGraph("chunk: 100")
@@ -39,7 +40,7 @@ import Testing
     /// the old object's `deinit` then wiped ("this plugin has no provider of that name").
     @Test("loads racing releases on several threads: every graph finds the plugin's nodes")
     func loadsRacingReleases() throws {
-        let folder = Folder()
+        let folder = TemporaryFolder()
         // A private copy: its own image, so only this test loads and releases it.
         let path = try folder.copy(Plugins.swiftTest, as: "libsluice-race.so")
         let yaml = SwiftKitPluginTests.speechGraph("chunk: 100")

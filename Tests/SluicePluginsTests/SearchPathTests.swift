@@ -1,5 +1,6 @@
 import Foundation
 import SluicePlugins
+import SluiceTestSupport
 import Testing
 
 @Suite struct SearchPathTests {
@@ -21,7 +22,7 @@ import Testing
 
     @Test("the install folder: <prefix>/lib/sluice/plugins beside bin, else the tool's own folder")
     func installFolder() throws {
-        let prefix = Folder()
+        let prefix = TemporaryFolder()
         let bin = prefix.url.appendingPathComponent("bin").path
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
         #expect(PluginSearchPath.installFolder(forToolIn: bin) == bin)
@@ -32,9 +33,9 @@ import Testing
 
     @Test("an earlier folder's file shadows the same file name later on the path")
     func shadowing() throws {
-        let graphFolder = Folder()
-        let environment = Folder()
-        let install = Folder()
+        let graphFolder = TemporaryFolder()
+        let environment = TemporaryFolder()
+        let install = TemporaryFolder()
         let first = try graphFolder.copy(Plugins.ducker, as: "libsluice-ducker.so")
         let later = try environment.copy(Plugins.ducker, as: "libsluice-ducker.so")
         let swift = try environment.copy(Plugins.swiftTest, as: "libsluice-swift-test.so")

@@ -46,39 +46,6 @@ enum Plugins {
     }
 }
 
-/// A fresh folder under the system's temporary folder, removed with everything in it when the
-/// last reference goes.
-final class Folder: Sendable {
-    let url: URL
-
-    init(_ label: String = "sluice-plugins") {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    var path: String { url.path }
-
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    /// Copies the file at `source` into the folder as `name`; returns the copy's path.
-    @discardableResult
-    func copy(_ source: String, as name: String) throws -> String {
-        let target = file(name)
-        try FileManager.default.copyItem(atPath: source, toPath: target)
-        return target
-    }
-
-    /// Writes `text` into the folder as `name`; returns its path.
-    @discardableResult
-    func write(_ text: String, as name: String) throws -> String {
-        let target = file(name)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: target))
-        return target
-    }
-}
-
 extension PluginError {
     /// The case's name, for matching without the paths.
     var kind: String {

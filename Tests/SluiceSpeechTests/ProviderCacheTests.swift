@@ -1,5 +1,6 @@
 import Foundation
 import SluiceSpeech
+import SluiceTestSupport
 import Testing
 
 /// The synthesis cache in use: a controller with a cache synthesises each utterance once per
@@ -8,24 +9,24 @@ import Testing
 @Suite(.serialized) struct ProviderCacheTests {
     static let text = "The cache keeps this sentence. And this one too."
 
-    static func speak(_ folder: SpeechFolder, _ cache: SynthesisCache, into name: String, voice: String = "en") throws -> (SpeechResult, [Float]) {
-        let result = try SpeechController(Speech.file(folder.file(name)) { configuration in
+    static func speak(_ folder: TemporaryFolder, _ cache: SynthesisCache, into name: String, voice: String = "en") throws -> (SpeechResult, [Float]) {
+        let result = try SpeechController(Speech.file(folder.path(name)) { configuration in
             configuration.cache = cache
             configuration.voice = voice
             configuration.strategy = .generateFirst
         }).speak(Self.text)
-        return (result, try Speech.samples(folder.file(name)))
+        return (result, try Speech.samples(folder.path(name)))
     }
 
     static func synthesised(_ result: SpeechResult) -> Int? { result.report.counters["voice.utterances-synthesised"] }
 
     @Test("hit: the second speech plays the stored audio, bit-exact, synthesising nothing; another voice misses")
     func hitAndMiss() throws {
-        let folder = SpeechFolder()
-        let cache = try SynthesisCache(directory: URL(fileURLWithPath: folder.file("cache")))
+        let folder = TemporaryFolder()
+        let cache = try SynthesisCache(directory: URL(fileURLWithPath: folder.path("cache")))
         let (first, firstSamples) = try Self.speak(folder, cache, into: "first.wav")
         #expect(Self.synthesised(first) == 2)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.file("cache")).count == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path("cache")).count == 2)
         let (second, secondSamples) = try Self.speak(folder, cache, into: "second.wav")
         #expect(Self.synthesised(second) == 0)
         #expect(secondSamples == firstSamples)
@@ -36,10 +37,10 @@ import Testing
 
     @Test("a corrupt or truncated entry is discarded and synthesised again, never played")
     func corrupt() throws {
-        let folder = SpeechFolder()
-        let cache = try SynthesisCache(directory: URL(fileURLWithPath: folder.file("cache")))
+        let folder = TemporaryFolder()
+        let cache = try SynthesisCache(directory: URL(fileURLWithPath: folder.path("cache")))
         let (_, firstSamples) = try Self.speak(folder, cache, into: "first.wav")
-        let entries = try FileManager.default.contentsOfDirectory(atPath: folder.file("cache")).map { folder.file("cache/\($0)") }
+        let entries = try FileManager.default.contentsOfDirectory(atPath: folder.path("cache")).map { folder.path("cache/\($0)") }
         #expect(entries.count == 2)
         // One truncated mid-audio, one with a flipped byte in its audio.
         let truncated = try Data(contentsOf: URL(fileURLWithPath: entries[0]))

@@ -256,8 +256,8 @@ import Testing
         #expect(result.heard.heard == text)
 
         // The same utterances as the whole text at once.
-        let folder = SpeechFolder()
-        let whole = try SpeechController(Speech.file(folder.file("whole.wav"))).speak(text)
+        let folder = TemporaryFolder()
+        let whole = try SpeechController(Speech.file(folder.path("whole.wav"))).speak(text)
         #expect(result.utterances.map(\.text) == whole.utterances.map(\.text))
         #expect(result.utterances.map(\.textRange) == whole.utterances.map(\.textRange))
     }
@@ -271,8 +271,8 @@ import Testing
         try speech.yield(text: Self.three)
         try speech.finish()
         // Into the second sentence.
-        let folder = SpeechFolder()
-        let reference = try SpeechController(Speech.file(folder.file("three.wav"))).speak(Self.three)
+        let folder = TemporaryFolder()
+        let reference = try SpeechController(Speech.file(folder.path("three.wav"))).speak(Self.three)
         let secondStart = reference.utterances[1].start
         #expect(Speech.wait { speech.playbackTime > secondStart + 0.15 })
         let heard = speech.cancel()

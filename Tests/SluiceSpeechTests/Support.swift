@@ -58,24 +58,3 @@ enum Speech {
     }
 }
 
-/// A fresh folder under the system's temporary folder, removed with everything in it when the
-/// last reference goes.
-final class SpeechFolder: Sendable {
-    let url: URL
-
-    init(_ label: String = "sluice-speech") {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    @discardableResult
-    func write(_ text: String, as name: String) throws -> String {
-        let path = file(name)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-}

@@ -12,11 +12,11 @@ import Testing
     static let pieces = ["Hel", "lo wor", "ld. Next", " one."]
 
     /// A folder holding the test provider as `libsluice-test.so` and a graph speaking with it.
-    static func graph(_ voice: String) throws -> (SpeechFolder, String) {
-        let folder = SpeechFolder()
+    static func graph(_ voice: String) throws -> (TemporaryFolder, String) {
+        let folder = TemporaryFolder()
         try FileManager.default.copyItem(
             atPath: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path,
-            toPath: folder.file("libsluice-test.so"))
+            toPath: folder.path("libsluice-test.so"))
         let path = try folder.write("""
             name: feeding
             nodes:
@@ -26,7 +26,7 @@ import Testing
             links:
               - voice -> align -> out
             playback: { strategy: generate-first, max-buffered: 60 }
-            """, as: "feeding.yaml")
+            """, to: "feeding.yaml").path
         return (folder, path)
     }
 
@@ -38,7 +38,7 @@ import Testing
     @Test("a provider needing whole utterances gets each sentence once it is complete")
     func wholeSentences() throws {
         let (folder, graph) = try Self.graph("chunk: 100")
-        let speech = try SpeechController(Speech.file(folder.file("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
         #expect(!speech.feedsIncrementally)
         try speech.start()
         try speech.yield(text: Self.pieces[0])
@@ -53,13 +53,13 @@ import Testing
         #expect(Self.pushes(speech) == 2)
         #expect(result.utterances.map(\.text) == ["Hello world.", "Next one."])
         #expect(result.utterances.map(\.textRange) == [0..<12, 13..<22])
-        #expect(try Speech.samples(folder.file("out.wav")).count == 100 * 21)
+        #expect(try Speech.samples(folder.path("out.wav")).count == 100 * 21)
     }
 
     @Test("a provider taking incremental text gets every piece as it arrives, with the same boundaries and audio")
     func incrementalPieces() throws {
         let (folder, graph) = try Self.graph("chunk: 100, incremental: true")
-        let speech = try SpeechController(Speech.file(folder.file("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
         #expect(speech.feedsIncrementally)
         try speech.start()
         for (index, piece) in Self.pieces.enumerated() {
@@ -72,13 +72,13 @@ import Testing
         #expect(result.utterances.map(\.text) == ["Hello world.", "Next one."])
         #expect(result.utterances.map(\.textRange) == [0..<12, 13..<22])
         #expect(result.heard.heard == "Hello world. Next one.")
-        #expect(try Speech.samples(folder.file("out.wav")).count == 100 * 21)
+        #expect(try Speech.samples(folder.path("out.wav")).count == 100 * 21)
     }
 
     @Test("a provider failure is a typed error with its code, after what came before played out; yield then reports it")
     func providerFailure() throws {
         let (folder, graph) = try Self.graph("chunk: 100, fail-after: 3000")
-        let speech = try SpeechController(Speech.file(folder.file("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
         try speech.start()
         try speech.yield(text: "Hello world. Next one. ")
         do {
@@ -94,6 +94,6 @@ import Testing
                 heard: "Hello world.", interrupted: "Next one.", remainder: "Next one. ", completedUtterances: 1))
             #expect(throws: SpeechError.provider(failure)) { try speech.yield(text: "More.") }
         }
-        #expect(try Speech.samples(folder.file("out.wav")).count == 1500)
+        #expect(try Speech.samples(folder.path("out.wav")).count == 1500)
     }
 }
