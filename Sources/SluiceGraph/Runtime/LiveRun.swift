@@ -170,9 +170,20 @@ public final class LiveRun: @unchecked Sendable {
     // MARK: Threads
 
     private func runSource(_ source: SourceSlot) {
+        // `auto` sizes its watermark on the control thread once the primary source has made
+        // enough audio to measure (FlowController); waking it then, rather than at its next
+        // look (up to 5 ms later), lets playback start at the next period instead of the one
+        // after.
+        var measurementAwaited = source === runtime.sources.first
+            && runtime.sinks.contains { $0.controller.strategy == .auto }
+        let window = min(FlowController.measureSeconds, source.node.expectedDuration ?? FlowController.measureSeconds)
         while !stopRequested.load(ordering: .acquiring) {
             switch source.step(at: graphTime) {
             case .progressed:
+                if measurementAwaited && source.producedSeconds >= window {
+                    measurementAwaited = false
+                    controlWake.post()
+                }
                 continue
             case .full:
                 source.wake?.wait(timeout: 0.05)
@@ -182,6 +193,7 @@ public final class LiveRun: @unchecked Sendable {
             case .idle:
                 sleep(seconds: 0.001)
             case .finished:
+                if measurementAwaited { controlWake.post() }
                 return
             }
         }
