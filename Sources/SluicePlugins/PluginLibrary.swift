@@ -47,10 +47,12 @@ public final class PluginLibrary: @unchecked Sendable {
             if let library = table[key]?.library { return library }
             // The last object may be on its way out, its `deinit` waiting for this lock: the
             // plugin is still initialised, so the new object shares it and counts itself in.
-            let plugin: LoadedPlugin
+            var plugin: LoadedPlugin
             if let initialised = table[key] { plugin = initialised } else { plugin = try Self.initialise(path: absolute) }
             let library = PluginLibrary(path: absolute, key: key, plugin: plugin)
-            table[key] = plugin.adding(library)
+            plugin.library = library
+            plugin.objects += 1
+            table[key] = plugin
             return library
         }
     }
@@ -107,7 +109,8 @@ public final class PluginLibrary: @unchecked Sendable {
     deinit {
         Self.releaseHook.withLock { $0 }?(path)
         Self.loaded.withLock { table in
-            guard let plugin = table[key]?.removingOne() else { return }
+            guard var plugin = table[key] else { return }
+            plugin.objects -= 1
             if plugin.objects == 0 {
                 table[key] = nil
                 entry.pointee.deinit?()
@@ -196,8 +199,7 @@ public final class PluginLibrary: @unchecked Sendable {
 }
 
 /// A plugin initialised in this process: what every `PluginLibrary` object for its path
-/// shares, and how many of those objects are alive (a released one counts until its own
-/// `deinit` has run).
+/// shares, and how many of those objects are alive.
 private struct LoadedPlugin: @unchecked Sendable {
     // SAFETY (@unchecked Sendable): read and written only under `PluginLibrary.loaded`'s
     // lock; the pointers are the plugin's, valid until its `deinit`.
@@ -206,26 +208,8 @@ private struct LoadedPlugin: @unchecked Sendable {
     let nodeTypes: [PluginNodeType]
     /// The newest object, not kept alive by the table.
     weak var library: PluginLibrary?
-    private(set) var objects = 0
-
-    init(entry: UnsafePointer<sluice_plugin_entry_t>, factory: UnsafePointer<sluice_node_factory_t>, nodeTypes: [PluginNodeType]) {
-        self.entry = entry
-        self.factory = factory
-        self.nodeTypes = nodeTypes
-    }
-
-    func adding(_ object: PluginLibrary) -> LoadedPlugin {
-        var plugin = self
-        plugin.library = object
-        plugin.objects += 1
-        return plugin
-    }
-
-    func removingOne() -> LoadedPlugin {
-        var plugin = self
-        plugin.objects -= 1
-        return plugin
-    }
+    /// Objects for the path alive, a released one counting until its own `deinit` has run.
+    var objects = 0
 }
 
 /// One node type a plugin provides.
