@@ -170,7 +170,7 @@ let package = Package(
         ),
         .target(
             name: "SluiceTestSupport",
-            dependencies: ["CAllocationCounter"],
+            dependencies: ["CAllocationCounter", "SluiceGraph"],
             path: "Tests/Support/SluiceTestSupport"
         ),
         .target(name: "HTTPTestSupport", path: "Tests/Support/HTTPTestSupport"),

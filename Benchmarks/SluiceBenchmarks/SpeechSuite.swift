@@ -327,18 +327,7 @@ enum SpeechSuite {
     /// `espeak-ng --stdout ""`: seconds from spawning it to the first byte after the header
     /// (its end pause, written as it exits).
     static func espeakStartup() -> Double {
-        var output: [Int32] = [0, 0]
-        guard pipe(&output) == 0 else { fail("pipe: \(String(cString: strerror(errno)))") }
-        for end in output { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        let launched = monotonicSeconds()
-        let child = ChildProcess.start(espeakCommand + [""], streams: .init(output: output[1]))
-        close(output[1])
-        var reader = AudioReader(descriptor: output[0], command: child.command)
-        let firstAudio = reader.readUntilAudio() - launched
-        reader.readToEnd()
-        close(output[0])
-        child.expectExit()
-        return firstAudio
+        espeakCold("").firstAudio
     }
 
     /// Reads a WAV stream from a pipe, noting when the first byte after the header arrives.

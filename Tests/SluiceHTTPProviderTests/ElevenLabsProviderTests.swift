@@ -34,7 +34,7 @@ import Testing
     static func render(_ server: HTTPTestServer, keyEnv: String, extra: String = "", rate: Int = 24_000, text: [String], fade: Int? = nil) throws -> ([Float], RunReport) {
         try withEnvironment([keyEnv: key]) {
             let graph = try Providers.graph(plugin: "elevenlabs", voice: voice(server, keyEnv: keyEnv, extra), rate: rate, fade: fade)
-            return try Providers.render(graph, text: text)
+            return try GraphRendering.render(graph, text: text)
         }
     }
 

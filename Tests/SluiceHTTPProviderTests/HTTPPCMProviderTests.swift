@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 import SluiceGraph
 import SluicePlugins
+import SluiceTestSupport
 import Testing
 
 /// The `http-pcm` provider against the loopback test server: templated requests, audio
@@ -34,7 +35,7 @@ import Testing
         let texts = ["Hello there.", "Ünïcode & \"quotes\"?", "Bye."]
         let (samples, report) = try withEnvironment(["SLUICE_TEST_HTTP_PCM_TOKEN": "tok-123"]) {
             let graph = try Providers.graph(plugin: "http-pcm", voice: Self.voice(server), rate: 16_000)
-            return try Providers.render(graph, text: texts)
+            return try GraphRendering.render(graph, text: texts)
         }
         #expect(report.failures.isEmpty)
         expectSame(samples, texts.flatMap { Providers.floats(Self.speech($0)) })
@@ -65,7 +66,7 @@ import Testing
             let graph = try Providers.graph(
                 plugin: "http-pcm", voice: Self.voice(server, "retries: 2, retry-delay: 0.01, stall-timeout: 0.3\(extra)"),
                 rate: 16_000, fade: 256)
-            return try Providers.render(graph, text: ["first", "second"])
+            return try GraphRendering.render(graph, text: ["first", "second"])
         }
         return (samples, report, server)
     }
@@ -117,7 +118,7 @@ import Testing
         closed.stop()
         Thread.sleep(forTimeInterval: 0.05)
         let graph = try Providers.graph(plugin: "http-pcm", voice: "type: http-pcm, url: \"\(url)/x\", rate: 16000, connect-timeout: 2", rate: 16_000)
-        let (samples, report) = try Providers.render(graph, text: ["hi"])
+        let (samples, report) = try GraphRendering.render(graph, text: ["hi"])
         #expect(samples.isEmpty)
         #expect(report.failureCodes["voice"] == "connect-failed")
     }

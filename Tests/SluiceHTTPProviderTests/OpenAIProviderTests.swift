@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 import SluiceGraph
 import SluicePlugins
+import SluiceTestSupport
 import Synchronization
 import Testing
 
@@ -17,7 +18,7 @@ import Testing
         let voice = "type: openai, base-url: \"\(server.baseURL)\", key-env: \(keyEnv ?? "SLUICE_TEST_OPENAI_NONE"), retry-delay: 0.01"
             + (extra.isEmpty ? "" : ", " + extra)
         return try withEnvironment(keyEnv.map { [$0: key] } ?? [:]) {
-            try Providers.render(try Providers.graph(plugin: "openai", voice: voice, rate: 24_000), text: text)
+            try GraphRendering.render(try Providers.graph(plugin: "openai", voice: voice, rate: 24_000), text: text)
         }
     }
 

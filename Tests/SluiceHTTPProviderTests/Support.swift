@@ -34,20 +34,6 @@ enum Providers {
         return try GraphCompiler(registry: registry).compile(try GraphFile.parse(yaml, file: "test.yaml"))
     }
 
-    /// Renders offline, one utterance per element of `text`.
-    static func render(_ graph: CompiledGraph, text: [String], observer: ((OfflineRenderer.Tick) -> Void)? = nil) throws -> ([Float], RunReport) {
-        for source in graph.textSources {
-            for line in text { source.receive(text: line) }
-            source.finishText()
-        }
-        let renderer = try OfflineRenderer(graph: graph)
-        var samples: [Float] = []
-        renderer.output = { sink, buffer in if sink == 0 { samples += buffer } }
-        renderer.observer = observer
-        let report = try renderer.run()
-        return (samples, report)
-    }
-
     static func provider(_ graph: CompiledGraph) -> PluginProviderSource? {
         graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource
     }

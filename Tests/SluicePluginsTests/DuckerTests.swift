@@ -1,6 +1,7 @@
 import Foundation
 import SluiceGraph
 import SluicePlugins
+import SluiceTestSupport
 import Testing
 
 /// The C ducker, loaded through the loader and run in graphs by the offline renderer, against
@@ -90,7 +91,7 @@ import Testing
         #expect(speech.count > 0 && speech.count < music.count)
 
         let graph = try Plugins.compile(Self.yaml(ducked: true, channels: channels), libraries: [library])
-        let (ducked, report) = try Plugins.render(graph, text: ["e e"])
+        let (ducked, report) = try GraphRendering.render(graph, text: ["e e"])
         let expected = Self.expected(music: music, speech: speech, channels: channels, rate: 48_000)
         #expect(ducked.count == expected.count)
         var worst: Float = 0

@@ -54,7 +54,7 @@ import Testing
 
     /// Renders `text` (one utterance per element) offline; the samples and the report.
     static func render(_ parameters: String = "", _ text: [String]) throws -> ([Float], RunReport) {
-        try Plugins.render(try Plugins.compile(graph(parameters), libraries: [try library()]), text: text)
+        try GraphRendering.render(try Plugins.compile(graph(parameters), libraries: [try library()]), text: text)
     }
 
     /// Two renderings of the same text in this process, in samples: lengths within 3 % plus
@@ -94,7 +94,7 @@ import Testing
         let graph = try Plugins.compile(Self.graph(""), libraries: [try Self.library()])
         let voice = try #require(graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
         #expect(voice.format == PCMFormat(.s16le, channels: 1, sampleRate: Self.rate))
-        let (samples, report) = try Plugins.render(graph, text: [Self.sentence])
+        let (samples, report) = try GraphRendering.render(graph, text: [Self.sentence])
         #expect(report.failures.isEmpty)
         #expect(report.droppedPartialFrames == 0)
 
@@ -170,7 +170,7 @@ import Testing
         var registry = BuiltinNodes.registry()
         try PluginCatalog.register([try Self.library()], into: &registry)
         let graph = try GraphCompiler(registry: registry).compile(description)
-        let (samples, report) = try Plugins.render(graph, text: ["Hello from Sluice.", "This is the espeak provider."])
+        let (samples, report) = try GraphRendering.render(graph, text: ["Hello from Sluice.", "This is the espeak provider."])
         #expect(report.failures.isEmpty)
         #expect(report.underruns == 0)
         #expect(report.counters["voice.utterances-synthesised"] == 2)

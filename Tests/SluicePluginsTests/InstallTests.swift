@@ -44,8 +44,8 @@ import Testing
         #expect(library.nodeTypes.map(\.descriptor.typeName) == ["ducker"])
         // It runs, and matches the ducker built by SwiftPM within float rounding.
         let yaml = DuckerTests.yaml(ducked: true)
-        let (mine, _) = try Plugins.render(try Plugins.compile(yaml, libraries: [library]), text: ["e e"])
-        let (built, _) = try Plugins.render(try Plugins.compile(yaml, libraries: [try PluginLibrary.load(path: Plugins.ducker)]), text: ["e e"])
+        let (mine, _) = try GraphRendering.render(try Plugins.compile(yaml, libraries: [library]), text: ["e e"])
+        let (built, _) = try GraphRendering.render(try Plugins.compile(yaml, libraries: [try PluginLibrary.load(path: Plugins.ducker)]), text: ["e e"])
         #expect(mine.count == built.count && !mine.isEmpty)
         #expect(zip(mine, built).allSatisfy { abs($0 - $1) <= 1e-6 })
 

@@ -31,7 +31,7 @@ import Testing
         defer { PluginLibrary.releaseHook.withLock { $0 = nil } }
         do { _ = try PluginLibrary.load(path: path) }   // released at once: the hook loads again
         let library = try #require(loadedDuringRelease.withLock { $0 })
-        let (samples, _) = try Plugins.render(try Plugins.compile(yaml, libraries: [library]), text: ["hi"])
+        let (samples, _) = try GraphRendering.render(try Plugins.compile(yaml, libraries: [library]), text: ["hi"])
         #expect(samples == SwiftKitPluginTests.expectedSpeech(["hi"]))
     }
 
@@ -53,7 +53,7 @@ import Testing
                 for _ in 0..<150 {
                     do {
                         let graph = try Plugins.compile(yaml, libraries: [try PluginLibrary.load(path: path)])
-                        _ = try Plugins.render(graph, text: ["hi"])
+                        _ = try GraphRendering.render(graph, text: ["hi"])
                     } catch {
                         failures.withLock { $0.append("\(error)") }
                     }

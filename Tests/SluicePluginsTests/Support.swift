@@ -6,8 +6,7 @@ import SluicePlugins
 import SluiceTestSupport
 import Testing
 
-/// The plugins `swift build` put beside the test bundle, fresh folders to arrange them in,
-/// and graph rendering.
+/// The plugins `swift build` put beside the test bundle, and graphs compiled with them.
 enum Plugins {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -29,20 +28,6 @@ enum Plugins {
         try PluginCatalog.register(libraries, into: &registry)
         let description = try GraphFile.parse(yaml, file: "test.yaml", baseDirectory: baseDirectory)
         return try GraphCompiler(registry: registry).compile(description)
-    }
-
-    /// Renders offline, feeding `text` (one utterance per element) to the text-driven
-    /// sources; the first sink's interleaved samples and the report.
-    static func render(_ graph: CompiledGraph, text: [String] = []) throws -> ([Float], RunReport) {
-        for source in graph.textSources {
-            for line in text { source.receive(text: line) }
-            source.finishText()
-        }
-        let renderer = try OfflineRenderer(graph: graph)
-        var samples: [Float] = []
-        renderer.output = { sink, buffer in if sink == 0 { samples += buffer } }
-        let report = try renderer.run()
-        return (samples, report)
     }
 }
 

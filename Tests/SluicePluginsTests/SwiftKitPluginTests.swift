@@ -2,6 +2,7 @@ import Foundation
 import SluiceAudio
 import SluiceGraph
 import SluicePlugins
+import SluiceTestSupport
 import Synchronization
 import Testing
 
@@ -49,8 +50,8 @@ import Testing
         let halved = try Plugins.compile(
             tone + "  g: { type: test-gain, gain: 0.5 }\n  out: { type: null.sink, rate: 48000, channels: 2 }\nlinks:\n  - a -> g -> out\n",
             libraries: [library])
-        let (reference, _) = try Plugins.render(plain)
-        let (samples, _) = try Plugins.render(halved)
+        let (reference, _) = try GraphRendering.render(plain)
+        let (samples, _) = try GraphRendering.render(halved)
         #expect(reference.count == 48_000)
         #expect(samples == reference.map { $0 * 0.5 })
     }
@@ -60,7 +61,7 @@ import Testing
     ])
     func provider(_ voice: String) throws {
         let graph = try Plugins.compile(Self.speechGraph(voice), libraries: [try Self.library()])
-        let (samples, report) = try Plugins.render(graph, text: ["hello", "hi", "héllo"])
+        let (samples, report) = try GraphRendering.render(graph, text: ["hello", "hi", "héllo"])
         #expect(samples == Self.expectedSpeech(["hello", "hi", "héllo"]))
         #expect(report.failures.isEmpty)
         #expect(report.droppedPartialFrames == 0)
@@ -202,7 +203,7 @@ import Testing
     @Test("a provider's typed error ends the stream and is reported; what came before plays")
     func providerError() throws {
         let graph = try Plugins.compile(Self.speechGraph("chunk: 100, fail-after: 300"), libraries: [try Self.library()])
-        let (samples, report) = try Plugins.render(graph, text: ["hello"])
+        let (samples, report) = try GraphRendering.render(graph, text: ["hello"])
         #expect(report.failures == ["voice: failed after 300 bytes, as asked"])
         #expect(samples.count == 150)
     }
@@ -219,7 +220,7 @@ import Testing
               - a -> g -> out
             """, libraries: [try Self.library()])
         #expect {
-            _ = try Plugins.render(graph)
+            _ = try GraphRendering.render(graph)
         } throws: { error in
             "\(error)".contains("test-gain was set to 1 channels, got 2")
         }
