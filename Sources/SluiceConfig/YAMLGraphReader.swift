@@ -12,7 +12,7 @@ struct YAMLGraphReader {
     private(set) var diagnostics: [GraphDiagnostic] = []
 
     static let topLevelKeys = ["name", "nodes", "links", "playback"]
-    static let playbackKeys = ["strategy", "watermark", "max-buffered", "block"]
+    static let playbackKeys = ["strategy", "watermark", "max-buffered", "block", "client"]
     static let blockRange = 16 ... 8192
 
     init(file: String, source: YAMLSource, originalKeys: [String: String]) {
@@ -279,10 +279,17 @@ struct YAMLGraphReader {
                 }
             case "block":
                 if let frames = readBlock(value) { settings.blockFrames = frames }
+            case "client":
+                if case .scalar(let scalar) = value, !scalar.string.isEmpty, !scalar.string.contains(":") {
+                    settings.client = scalar.string
+                } else {
+                    error("playback client must be a JACK client name (no ':'), not \(Self.describe(value))",
+                          at: location(value), fix: "write e.g. `client: my-graph`")
+                }
             default:
                 error("unknown playback setting '\(key)'", at: location(keyNode),
                       fix: Names.suggestion(for: key, among: Self.playbackKeys,
-                                            otherwise: "the playback settings are strategy, watermark, max-buffered and block"))
+                                            otherwise: "the playback settings are strategy, watermark, max-buffered, block and client"))
             }
         }
         if watermarkValid, maxBufferedValid, settings.watermark > settings.maxBuffered {

@@ -5,11 +5,9 @@ import SluiceGraph
 /// What `jack.sink` and `jack.source` share: their client, server, ports and connect
 /// parameters, and how a `connect` list becomes port connections.
 enum JackPorts {
-    static func clientParameter(default name: String) -> ParameterDescriptor {
-        ParameterDescriptor(
-            "client", .string, default: .string(name),
-            summary: "Client name; JACK appends -01, -02… when it is taken (the stats report the name given).")
-    }
+    static let clientParameter = ParameterDescriptor(
+        "client", .string, default: nil,
+        summary: "The graph's JACK client name (one client holds every jack.sink and jack.source port); absent takes playback.client, then the graph's name. JACK appends -01, -02… when it is taken.")
 
     static let serverParameter = ParameterDescriptor(
         "server", .string, default: nil,

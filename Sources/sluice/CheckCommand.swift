@@ -11,8 +11,30 @@ struct CheckCommand: ParsableCommand {
     @Argument(help: "A graph file, or a one-line graph in quotes.")
     var graph: String
 
+    @Flag(name: .shortAndLong, help: "Also list each node, its formats and where it runs in a live run (the JACK cycle, the worker, its own thread).")
+    var verbose = false
+
     func run() throws {
         let compiled = try GraphLoading.compile(graph)
         print("\(graph): ok (\(compiled.nodes.count) nodes, \(compiled.edges.count) links)")
+        guard verbose else { return }
+        let placement = compiled.placement
+        let width = compiled.nodes.map(\.name.count).max() ?? 0
+        for (index, node) in compiled.nodes.enumerated() {
+            let formats = node.outputFormats.isEmpty
+                ? node.inputFormats.map(\.description).joined(separator: ", ")
+                : node.outputFormats.map(\.description).joined(separator: ", ")
+            let padded = node.name + String(repeating: " ", count: width - node.name.count)
+            print("  \(padded)  \(Self.describe(placement[index]))  \(node.descriptor.typeName)  \(formats)")
+        }
+    }
+
+    static func describe(_ placement: NodePlacement) -> String {
+        switch placement {
+        case .cycle: "jack-cycle   "
+        case .worker: "worker       "
+        case .sourceThread: "source-thread"
+        case .clockThread: "clock-thread "
+        }
     }
 }

@@ -20,11 +20,25 @@ struct DotCommand: ParsableCommand {
 }
 
 /// Writes a compiled graph as DOT: one box per node (name and type), one arrow per link
-/// labelled with the format it carries, port names where a node has several.
+/// labelled with the format it carries, port names where a node has several, and the nodes
+/// that run in the JACK cycle inside a dashed "JACK cycle" cluster.
 enum GraphvizDOT {
     static func text(of graph: CompiledGraph) -> String {
         var lines = ["digraph \(quoted(graph.description.name)) {", "  rankdir=LR;", "  node [shape=box, fontname=\"monospace\"];"]
-        for node in graph.nodes {
+        // The nodes a JACK client runs inside its process callback share a box: what enters
+        // it in a period leaves it in that period (docs/architecture.md).
+        let placement = graph.placement
+        let inCycle = graph.nodes.indices.filter { placement[$0] == .cycle }
+        if !inCycle.isEmpty {
+            lines.append("  subgraph \"cluster_cycle\" {")
+            lines.append("    label=\"JACK cycle\"; style=dashed; fontname=\"monospace\";")
+            for index in inCycle {
+                let node = graph.nodes[index]
+                lines.append("    \(quoted(node.name)) [label=\(quoted("\(node.name)\n\(node.descriptor.typeName)"))];")
+            }
+            lines.append("  }")
+        }
+        for (index, node) in graph.nodes.enumerated() where placement[index] != .cycle {
             lines.append("  \(quoted(node.name)) [label=\(quoted("\(node.name)\n\(node.descriptor.typeName)"))];")
         }
         for edge in graph.edges {

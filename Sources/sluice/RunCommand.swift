@@ -79,16 +79,18 @@ enum LivePlayback {
     static func jackFigures(_ graph: CompiledGraph) -> [String: Any] {
         let sinks = graph.nodes.compactMap { $0.instance as? JackSink }
         guard !sinks.isEmpty else { return [:] }
-        var durations = sinks.flatMap { $0.takeCallbackDurations() }.map(Double.init)
+        // One client per graph: its figures once, whatever the number of sinks.
+        let devices = graph.devices.compactMap { $0 as? JackDevice }
+        var durations = devices.flatMap { $0.takeCallbackDurations() }.map(Double.init)
         durations.sort()
         func percentile(_ p: Double) -> Double {
             guard !durations.isEmpty else { return 0 }
             return durations[min(durations.count - 1, Int((p * Double(durations.count)).rounded(.down)))] / 1000
         }
         return [
-            "xruns": sinks.map(\.xruns).reduce(0, +),
-            "jackClients": sinks.compactMap(\.lastClientName),
-            "jackLatencyFrames": sinks.compactMap(\.startLatency),
+            "xruns": devices.map(\.xruns).reduce(0, +),
+            "jackClients": devices.compactMap(\.lastClientName),
+            "jackLatencyFrames": devices.compactMap(\.startLatency),
             "callbackMicroseconds": [
                 "p50": percentile(0.5), "p99": percentile(0.99), "p99.9": percentile(0.999),
                 "max": durations.last.map { $0 / 1000 } ?? 0, "count": Double(durations.count),

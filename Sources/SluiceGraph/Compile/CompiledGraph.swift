@@ -7,8 +7,14 @@ public final class CompiledGraph: @unchecked Sendable {
     public let edges: [CompiledEdge]
     public let playback: PlaybackSettings
     public let isLive: Bool
+    /// The devices the graph's endpoints share (one JACK client per server), live graphs only.
+    public let devices: [any GraphDevice]
 
-    init(description: GraphDescription, nodes: [CompiledNode], edges: [CompiledEdge], playback: PlaybackSettings, isLive: Bool) {
+    init(
+        description: GraphDescription, nodes: [CompiledNode], edges: [CompiledEdge], playback: PlaybackSettings,
+        isLive: Bool, devices: [any GraphDevice] = []
+    ) {
+        self.devices = devices
         self.description = description
         self.nodes = nodes
         self.edges = edges

@@ -36,7 +36,10 @@ public struct GraphCompiler {
         guard let order = topologicalOrder(&state) else { throw state.sortedDiagnostics }
         checkCompleteness(&state)
         guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
-        let graph = negotiateFormats(&state, order: order)
+        // Devices before formats: a JACK sink's rate is its client's, shared by the graph.
+        let devices = options.isLive ? makeDevices(&state) : []
+        guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
+        let graph = negotiateFormats(&state, order: order, devices: devices)
         guard state.diagnostics.isEmpty, let graph else { throw state.sortedDiagnostics }
         return graph
     }
@@ -91,7 +94,7 @@ public struct GraphCompiler {
 
     private static func kindMatches(_ node: any Node, _ kind: NodeKind) -> Bool {
         switch kind {
-        case .source: node is any SourceNode
+        case .source: node is any SourceNode || node is any DeviceSourceNode
         case .processor: node is any ProcessorNode
         case .sink: node is any SinkNode
         }
@@ -311,9 +314,47 @@ public struct GraphCompiler {
         return nil
     }
 
+    // MARK: Devices
+
+    /// One device per `deviceKey`, shared by the graph's endpoints with that key (one JACK
+    /// client holding every jack.sink and jack.source port).
+    private func makeDevices(_ state: inout CompileState) -> [any GraphDevice] {
+        var keys: [String] = []
+        var groups: [String: [DeviceEndpointEntry]] = [:]
+        for node in state.nodes {
+            guard let endpoint = node.instance as? any DeviceEndpoint else { continue }
+            let key = endpoint.deviceKey
+            if groups[key] == nil { keys.append(key) }
+            groups[key, default: []].append(DeviceEndpointEntry(name: node.declaration.name, node: endpoint))
+        }
+        var devices: [any GraphDevice] = []
+        for key in keys {
+            let entries = groups[key]!
+            do throws(DeviceConfigurationError) {
+                devices.append(try Self.makeDevice(entries, graphName: state.description.name, playback: state.description.playback))
+            } catch {
+                let declaration = state.nodes.first { $0.declaration.name == error.node }?.declaration
+                let location = error.parameter.flatMap { name in
+                    declaration?.parameters.first { $0.name == name }?.valueLocation
+                } ?? declaration?.location
+                state.error("node '\(error.node)': \(error.message)", at: location, fix: error.fix)
+            }
+        }
+        return devices
+    }
+
+    private static func makeDevice(
+        _ entries: [DeviceEndpointEntry], graphName: String, playback: PlaybackSettings
+    ) throws(DeviceConfigurationError) -> any GraphDevice {
+        func open<Endpoint: DeviceEndpoint>(_ first: Endpoint) throws(DeviceConfigurationError) -> any GraphDevice {
+            try Endpoint.makeDevice(for: entries, graphName: graphName, playback: playback)
+        }
+        return try open(entries[0].node)
+    }
+
     // MARK: Formats
 
-    private func negotiateFormats(_ state: inout CompileState, order: [Int]) -> CompiledGraph? {
+    private func negotiateFormats(_ state: inout CompileState, order: [Int], devices: [any GraphDevice]) -> CompiledGraph? {
         let block = state.description.playback.blockFrames
         // Backward: the rate the nearest sink downstream decides.
         var downstreamRate = [Int?](repeating: nil, count: state.nodes.count)
@@ -374,12 +415,20 @@ public struct GraphCompiler {
         }
         return CompiledGraph(
             description: state.description, nodes: nodes, edges: edges,
-            playback: state.description.playback, isLive: options.isLive)
+            playback: state.description.playback, isLive: options.isLive, devices: devices)
     }
 
     private func reportMismatch(_ mismatch: FormatMismatch, at index: Int, inputs: [StreamFormat], _ state: inout CompileState) {
         let node = state.nodes[index]
         let name = node.declaration.name
+        if case .parameter(let parameter, let problem, let fix) = mismatch.required {
+            // A parameter's problem is the node's own, whatever its inputs (a jack.source with
+            // no server has none).
+            let declared = node.declaration.parameters.first { $0.name == parameter }
+            state.error("node '\(name)' (\(node.descriptor.typeName)): \(problem)",
+                        at: declared?.valueLocation ?? node.declaration.location, fix: fix)
+            return
+        }
         guard let link = state.links.first(where: { $0.to == PortKey(node: index, port: mismatch.input) }),
               mismatch.input < inputs.count else {
             state.error("node '\(name)' (\(node.descriptor.typeName)) cannot use its inputs", at: node.declaration.location)
@@ -388,12 +437,6 @@ public struct GraphCompiler {
         let upstream = state.nodes[link.from.node].declaration.name
         let format = inputs[mismatch.input]
         let location = link.declaration.to.location ?? link.declaration.from.location
-        if case .parameter(let parameter, let problem, let fix) = mismatch.required {
-            let declared = node.declaration.parameters.first { $0.name == parameter }
-            state.error("node '\(name)' (\(node.descriptor.typeName)): \(problem)",
-                        at: declared?.valueLocation ?? node.declaration.location, fix: fix)
-            return
-        }
         let message: String
         let fix: String
         switch mismatch.required {

@@ -119,6 +119,9 @@ public struct PlaybackSettings: Sendable, Hashable {
     public var maxBuffered: Double
     /// Frames per sink period (the offline driver's block, a clocked sink's period).
     public var blockFrames: Int
+    /// The name of the graph's JACK client (one per graph, holding every `jack.sink` and
+    /// `jack.source` port); nil takes the endpoints' `client` parameter, then the graph's name.
+    public var client: String?
     /// Where the `playback:` section is, for messages.
     public var location: SourceLocation?
 
@@ -129,8 +132,9 @@ public struct PlaybackSettings: Sendable, Hashable {
     public init(
         strategy: PlaybackStrategy = .buffered, watermark: Double = defaultWatermark,
         maxBuffered: Double = defaultMaxBuffered, blockFrames: Int = defaultBlockFrames,
-        location: SourceLocation? = nil
+        client: String? = nil, location: SourceLocation? = nil
     ) {
+        self.client = client
         self.strategy = strategy
         self.watermark = watermark
         self.maxBuffered = maxBuffered

@@ -35,6 +35,13 @@ public protocol Node: AnyObject {
 
     /// [control] Adds the node's counters to a run's report (dropped partial frames, …).
     func report(into report: inout NodeReport)
+
+    /// [control] Frames, at the node's output rate, by which its output lags its input once
+    /// prepared: what it holds back to look ahead (the fader's fade length, the crossfader's
+    /// tail, a resampler's filter and staging). The runtime adds these along each path through
+    /// the JACK cycle, for the latency it reports to JACK and for the silence a sink fed in
+    /// the cycle plays before the delayed audio arrives. 0 by default.
+    var latencyFrames: Int { get }
 }
 
 extension Node {
@@ -47,6 +54,7 @@ extension Node {
     public func reset() {}
     public func deactivate() {}
     public func report(into report: inout NodeReport) {}
+    public var latencyFrames: Int { 0 }
 }
 
 /// A node that moves audio from inputs to outputs on the graph worker thread.

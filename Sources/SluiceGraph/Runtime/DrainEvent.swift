@@ -25,13 +25,18 @@ public struct DrainEvent: Sendable, Hashable, BitwiseCopyable {
     public var deviceFrame: Int
     /// The stream frame (position on the sink's edge) at which it happened.
     public var streamFrame: Int
+    /// The device's own clock at that frame: JACK's frame time (`jack_last_frame_time` of the
+    /// cycle plus the offset into it), so events line up with other JACK clients' timings.
+    /// Devices without a clock of their own (files, the offline driver) count `deviceFrame`.
+    public var deviceTime: UInt64
     /// The marker, for `.marker` events.
     public var marker: Marker?
 
-    public init(kind: Kind, deviceFrame: Int, streamFrame: Int, marker: Marker? = nil) {
+    public init(kind: Kind, deviceFrame: Int, streamFrame: Int, deviceTime: UInt64? = nil, marker: Marker? = nil) {
         self.kind = kind
         self.deviceFrame = deviceFrame
         self.streamFrame = streamFrame
+        self.deviceTime = deviceTime ?? UInt64(max(0, deviceFrame))
         self.marker = marker
     }
 }

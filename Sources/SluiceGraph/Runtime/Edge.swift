@@ -66,6 +66,14 @@ final class FrameEdgeWriter: EdgeWriter {
     override func commitAudio(_ units: Int) { audio.commit(units * channels) }
     override func freeUnits() -> Int { audio.availableSlots() / channels }
     override var capacityUnits: Int { audio.capacity / channels }
+
+    /// [audio-thread] Room for exactly `samples` samples as up to two stretches (the ring
+    /// wraps), or nil when there is less. Write both, then `commit` the frames.
+    func writableSamples(_ samples: Int) -> (first: UnsafeMutableBufferPointer<Float>, second: UnsafeMutableBufferPointer<Float>)? {
+        let regions = audio.writableRegions(maximum: samples)
+        guard regions.count == samples else { return nil }
+        return (regions.first, regions.second)
+    }
 }
 
 /// An edge writer over a ring of bytes: a unit is a byte.
@@ -203,7 +211,7 @@ func makeEdge(format: StreamFormat, capacityUnits: Int, readerWake: WakeSignal?,
 /// Builds the edge into a sink: its reading end is the sink's playhead.
 func makeSinkEdge(
     rate: Int, channels: Int, capacityFrames: Int, fadeFrames: Int, watermarkFrames: Int,
-    eventCapacity: Int, workerWake: WakeSignal?
+    eventCapacity: Int, workerWake: WakeSignal?, prerollFrames: Int = 0
 ) -> (FrameEdgeWriter, Playhead, DrainEventReader) {
     let format = StreamFormat.frames(rate: rate, channels: channels)
     let audio = makeRing(of: Float.self, capacity: capacityFrames * channels)
@@ -218,7 +226,7 @@ func makeSinkEdge(
     let playhead = Playhead(
         sampleRate: rate, channels: channels, fadeFrames: fadeFrames, capacityFrames: capacityFrames,
         watermarkFrames: watermarkFrames, audio: audioConsumer, markers: markerConsumer,
-        events: eventProducer, wake: workerWake)
+        events: eventProducer, wake: workerWake, prerollFrames: prerollFrames)
     let writer = FrameEdgeWriter(format: format, audio: audioProducer, markers: markerProducer, readerWake: playhead.dataArrived)
     return (writer, playhead, DrainEventReader(eventConsumer))
 }

@@ -23,18 +23,32 @@ final class GraphRuntime: @unchecked Sendable {
         let events: DrainEventReader
         let writer: FrameEdgeWriter
         var controller: FlowController
+        /// Fed by a node in the device's cycle (live audio): it plays what the cycle made at
+        /// once, after the cycle's latency as silence, with no watermark.
+        let fedInCycle: Bool
     }
+
+    /// The real-time part a device runs each period; nil offline, and for live graphs with
+    /// no device endpoint.
+    let cycle: GraphCycle?
+    /// Where each node runs (`graph.nodes` order); every node on the driver's thread offline.
+    let placement: [NodePlacement]
 
     /// - Parameter prepareSinks: false when the sinks' audio goes elsewhere (an offline
     ///   render to a file): they are then never prepared, started or finished.
     init(graph: CompiledGraph, live: Bool, prepareSinks: Bool = true) throws {
+        if !live, let device = graph.nodes.first(where: { $0.instance is any DeviceSourceNode }) {
+            throw OfflineDeviceError(node: device.name, type: device.descriptor.typeName)
+        }
         self.graph = graph
         let settings = graph.playback
+        let placement = live ? graph.placement : Array(repeating: NodePlacement.worker, count: graph.nodes.count)
+        self.placement = placement
         let workerWake = live ? WakeSignal() : nil
         self.workerWake = workerWake
-        let sourceWakes: [WakeSignal?] = graph.nodes.map { node in
-            live && node.descriptor.kind == .source ? WakeSignal() : nil
-        }
+        let threadSource: [Bool] = graph.nodes.map { $0.instance is any SourceNode }
+        let sourceWakes: [WakeSignal?] = threadSource.map { live && $0 ? WakeSignal() : nil }
+        let inCycle: [Bool] = placement.map { live && $0 == .cycle }
 
         var writers = [[EdgeWriter?]](repeating: [], count: graph.nodes.count)
         var readers = [[EdgeReader?]](repeating: [], count: graph.nodes.count)
@@ -43,34 +57,46 @@ final class GraphRuntime: @unchecked Sendable {
             readers[index] = Array(repeating: nil, count: node.inputPorts.count)
         }
         var sinks: [SinkSlot] = []
+        var sinkNodeIndices: [Int] = []
         var largestUnits = 0
         for edge in graph.edges {
             let target = graph.nodes[edge.toNode]
             if let sink = target.instance as? any SinkNode {
                 let rate = edge.format.sampleRate
                 let period = settings.blockFrames
-                let capacity = max(2 * period, Int((settings.maxBuffered * Double(rate)).rounded(.up)))
+                let capacity = max(2 * period, 2 * GraphCycle.maximumFrames * (inCycle[edge.fromNode] ? 1 : 0),
+                                   Int((settings.maxBuffered * Double(rate)).rounded(.up)))
+                let fedInCycle = inCycle[edge.fromNode]
                 let controller = FlowController(
-                    strategy: settings.strategy, rate: rate, periodFrames: period,
+                    strategy: fedInCycle ? .stream : settings.strategy, rate: rate, periodFrames: period,
                     watermarkSeconds: settings.watermark, capacityFrames: capacity)
+                let preroll = fedInCycle
+                    ? graph.cycleLatency(into: edge.toNode, placement: placement).values.max() ?? 0 : 0
                 let (writer, playhead, events) = makeSinkEdge(
                     rate: rate, channels: edge.format.channels, capacityFrames: capacity,
-                    fadeFrames: Self.fadeFrames(rate: rate), watermarkFrames: controller.initialWatermark,
+                    fadeFrames: Self.fadeFrames(rate: rate),
+                    watermarkFrames: fedInCycle ? 1 : controller.initialWatermark,
                     eventCapacity: 4096,
                     // Whoever fills this edge sleeps until the playhead frees room: the worker,
-                    // or a source linked straight to the sink.
-                    workerWake: graph.nodes[edge.fromNode].descriptor.kind == .source ? sourceWakes[edge.fromNode] : workerWake)
+                    // or a source linked straight to the sink. The cycle fills it itself.
+                    workerWake: fedInCycle ? nil : threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : workerWake,
+                    prerollFrames: preroll)
                 writers[edge.fromNode][edge.fromPort] = writer
                 largestUnits = max(largestUnits, capacity)
-                sinks.append(SinkSlot(name: target.name, node: sink, playhead: playhead, events: events, writer: writer, controller: controller))
+                sinks.append(SinkSlot(
+                    name: target.name, node: sink, playhead: playhead, events: events, writer: writer,
+                    controller: controller, fedInCycle: fedInCycle))
+                sinkNodeIndices.append(edge.toNode)
             } else {
                 let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
+                // An edge the cycle writes holds two of the largest periods: its reader runs in
+                // the same period (or, for the worker, soon after).
                 let units = max(4 * settings.blockFrames * unitsPerFrame,
-                                Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
-                let fromSource = graph.nodes[edge.fromNode].descriptor.kind == .source
+                                Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)),
+                                inCycle[edge.fromNode] ? 2 * GraphCycle.maximumFrames * unitsPerFrame : 0)
                 let (writer, reader) = makeEdge(
-                    format: edge.format, capacityUnits: units, readerWake: workerWake,
-                    writerWake: fromSource ? sourceWakes[edge.fromNode] : nil)
+                    format: edge.format, capacityUnits: units, readerWake: inCycle[edge.toNode] ? nil : workerWake,
+                    writerWake: threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : nil)
                 writers[edge.fromNode][edge.fromPort] = writer
                 readers[edge.toNode][edge.toPort] = reader
                 largestUnits = max(largestUnits, units)
@@ -78,6 +104,8 @@ final class GraphRuntime: @unchecked Sendable {
         }
 
         var processors: [ProcessorSlot] = []
+        var cycleProcessors: [ProcessorSlot] = []
+        var captures: [GraphCycle.Capture] = []
         var sources: [SourceSlot] = []
         for (index, node) in graph.nodes.enumerated() {
             if node.descriptor.kind == .sink && !prepareSinks { continue }
@@ -91,10 +119,14 @@ final class GraphRuntime: @unchecked Sendable {
                 sources.append(SourceSlot(
                     name: node.name, node: source, ports: ports, output: output, wake: sourceWakes[index],
                     chunked: !sinks.contains { $0.writer === output }))
+            case let capture as any DeviceSourceNode:
+                guard let writer = writers[index][0] as? FrameEdgeWriter else { continue }
+                captures.append(GraphCycle.Capture(name: node.name, node: capture, writer: writer, channels: capture.channelCount))
             case let processor as any ProcessorNode:
-                processors.append(ProcessorSlot(
+                let slot = ProcessorSlot(
                     name: node.name, node: processor, ports: ports,
-                    inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! }))
+                    inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! })
+                if inCycle[index] { cycleProcessors.append(slot) } else { processors.append(slot) }
             default:
                 break
             }
@@ -103,6 +135,22 @@ final class GraphRuntime: @unchecked Sendable {
         self.sources = sources
         self.sinks = sinks
         lastUnderruns = Array(repeating: 0, count: sinks.count)
+
+        let deviceSinks = sinks.indices.filter { sinks[$0].node is any DeviceSinkNode }
+        if live && (!captures.isEmpty || !deviceSinks.isEmpty) {
+            let captureNodes = graph.nodes.indices.filter { graph.nodes[$0].instance is any DeviceSourceNode }
+            let latencies: [[Int?]] = deviceSinks.map { sink in
+                guard sinks[sink].fedInCycle else { return Array(repeating: nil, count: captureNodes.count) }
+                let frames = graph.cycleLatency(into: sinkNodeIndices[sink], placement: placement)
+                return captureNodes.map { frames[$0] }
+            }
+            cycle = GraphCycle(
+                processors: cycleProcessors, captures: captures,
+                playbacks: deviceSinks.map { GraphCycle.Playback(name: sinks[$0].name, node: sinks[$0].node, playhead: sinks[$0].playhead) },
+                latencies: latencies)
+        } else {
+            cycle = nil
+        }
     }
 
     /// Underrun and cancel fades: 5 ms, as short as a fade can be without a click.
@@ -197,5 +245,16 @@ final class GraphRuntime: @unchecked Sendable {
             for (key, value) in report.counters { all["\(node.name).\(key)"] = value }
         }
         return all
+    }
+}
+
+/// An offline render of a graph that records from a device (`jack.source`): there is no
+/// device to record from.
+public struct OfflineDeviceError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var node: String
+    public var type: String
+
+    public var description: String {
+        "node '\(node)' (\(type)) records from a live device, so the graph plays only live: run it with `sluice run`, not render"
     }
 }

@@ -15,6 +15,7 @@ public final class LiveRun: @unchecked Sendable {
     private var threads: [GraphThread] = []
     private var finishedThreads: [GraphThread] = []
     private var startedSinks: [any SinkNode] = []
+    private var startedDevices: [any GraphDevice] = []
     private var wallStart = 0.0
     private var statistics: RunStatistics
 
@@ -45,11 +46,20 @@ public final class LiveRun: @unchecked Sendable {
         for source in runtime.sources {
             threads.append(GraphThread(name: "sluice-source") { [self] in runSource(source) })
         }
-        threads.append(GraphThread(name: "sluice-worker") { [self] in runWorker() })
+        if !runtime.processors.isEmpty {
+            threads.append(GraphThread(name: "sluice-worker") { [self] in runWorker() })
+        }
         do {
-            for sink in runtime.sinks {
+            for sink in runtime.sinks where !(sink.node is any DeviceSinkNode) {
                 try sink.node.start(sink.playhead)
                 startedSinks.append(sink.node)
+            }
+            // The device runs the cycle: its sinks and sources, and the nodes between them.
+            if let cycle = runtime.cycle {
+                for device in runtime.graph.devices {
+                    try device.start(cycle)
+                    startedDevices.append(device)
+                }
             }
         } catch {
             shutDown()
@@ -77,8 +87,10 @@ public final class LiveRun: @unchecked Sendable {
         case .buffering: watermark == Int.max ? nil : Double(max(0, min(watermark, playhead.capacityFrames) - buffered)) / rate
         case .playing, .finished: 0
         }
+        // The position is what the listener hears: rendered audio still on its way out of the
+        // device (its output latency) is not heard yet.
         return PlaybackStatus(
-            state: playhead.state, position: Double(playhead.playedFrames) / rate,
+            state: playhead.state, position: Double(playhead.heardFrames) / rate,
             bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer, scheduledSeconds: Double(written) / rate)
     }
 
@@ -89,10 +101,13 @@ public final class LiveRun: @unchecked Sendable {
         var deviceFailure: (any Error)?
         while !runtime.sinks.allSatisfy({ $0.playhead.isFinished }) {
             // A device that went away never renders again: end now, with its error.
-            if let failure = runtime.sinks.lazy.compactMap({ $0.node.deviceFailure }).first {
+            if let failure = runtime.sinks.lazy.compactMap({ $0.node.deviceFailure }).first
+                ?? startedDevices.lazy.compactMap(\.failure).first
+            {
                 deviceFailure = failure
                 break
             }
+            for device in startedDevices { device.service() }
             if !cancelled && cancelRequested.load(ordering: .acquiring) {
                 // The playheads fade out first; the sources stop once they have, so the end
                 // of the stream cannot overtake the fade.
@@ -109,6 +124,9 @@ public final class LiveRun: @unchecked Sendable {
         let failure = shutDown()
         var report = statistics.report(graphSeconds: graphTime, wallSeconds: monotonicSeconds() - wallStart)
         report.cancelled = cancelled
+        if let playhead = runtime.sinks.first?.playhead, playhead.outputLatencyFrames > 0 {
+            report.outputLatency = Double(playhead.outputLatencyFrames) / Double(playhead.sampleRate)
+        }
         if !runtime.sources.isEmpty, !runtime.sinks.isEmpty,
             let handed = runtime.sources[0].firstOutputWallTime,
             let played = runtime.sinks[0].playhead.firstAudioWallTime
@@ -149,6 +167,8 @@ public final class LiveRun: @unchecked Sendable {
     @discardableResult
     private func shutDown() -> (any Error)? {
         var failure: (any Error)?
+        for device in startedDevices { device.stop() }
+        startedDevices.removeAll()
         for sink in startedSinks { sink.stop() }
         stopRequested.store(true, ordering: .releasing)
         for source in runtime.sources {

@@ -41,8 +41,19 @@ public final class Playhead: @unchecked Sendable {
     /// Monotonic wall seconds, as bits, when the first audio was rendered; 0 before.
     private let firstAudioWallBits = Atomic<UInt64>(0)
 
+    /// Frames from the device's ports to the listener (the server's playback latency plus
+    /// the period rendered ahead), set by the device; 0 for devices that report none.
+    private let outputLatencyValue = Atomic<Int>(0)
+
     // Device-thread state.
     private var audio: RingConsumer<Float>
+    /// Silence still to play before the first audio: the latency of the nodes between a
+    /// device input and this sink, in the cycle, so the output is the input delayed by
+    /// exactly what the nodes declare (`Node.latencyFrames`).
+    private var prerollRemaining: Int
+    /// The device clock at the first frame of the period being rendered.
+    private var periodDeviceTime: UInt64 = 0
+    private var periodDeviceStart = 0
     private var markers: RingConsumer<Marker>
     private var events: RingProducer<DrainEvent>
     private let heldMarkers: UnsafeMutablePointer<Marker>
@@ -62,8 +73,9 @@ public final class Playhead: @unchecked Sendable {
         sampleRate: Int, channels: Int, fadeFrames: Int, capacityFrames: Int,
         watermarkFrames: Int, audio: consuming RingConsumer<Float>,
         markers: consuming RingConsumer<Marker>, events: consuming RingProducer<DrainEvent>,
-        wake: WakeSignal?
+        wake: WakeSignal?, prerollFrames: Int = 0
     ) {
+        prerollRemaining = max(0, prerollFrames)
         self.sampleRate = sampleRate
         self.channels = channels
         self.fadeFrames = max(1, fadeFrames)
@@ -90,8 +102,15 @@ public final class Playhead: @unchecked Sendable {
     public var isFinished: Bool { state == .finished }
     /// Frames the device has rendered, silence included: the graph's clock.
     public var deviceFrames: Int { deviceFramesValue.load(ordering: .relaxed) }
-    /// Frames of audio played from the stream: the playback position.
+    /// Frames of audio played from the stream (rendered into the device).
     public var playedFrames: Int { streamFramesValue.load(ordering: .relaxed) }
+    /// Frames between rendering and hearing (the device's output latency); the device sets it.
+    public var outputLatencyFrames: Int {
+        get { outputLatencyValue.load(ordering: .relaxed) }
+        set { outputLatencyValue.store(max(0, newValue), ordering: .relaxed) }
+    }
+    /// Frames of audio the listener has heard: `playedFrames` less the output latency.
+    public var heardFrames: Int { max(0, playedFrames - outputLatencyFrames) }
     public var underruns: Int { underrunsValue.load(ordering: .relaxed) }
     /// Monotonic wall seconds (`monotonicSeconds()`) when the device rendered the first audio
     /// of the stream; nil before.
@@ -135,10 +154,14 @@ public final class Playhead: @unchecked Sendable {
 
     /// [audio-thread] Renders `frames` interleaved frames into `output`.
     ///
+    /// - Parameter deviceTime: the device's clock at the period's first frame (JACK's
+    ///   `jack_last_frame_time`); nil counts device frames.
     /// - Returns: whether the stream has finished (played out or cancelled).
     @discardableResult
-    public func render(into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+    public func render(into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64? = nil) -> Bool {
         let deviceStart = deviceFramesValue.load(ordering: .relaxed)
+        periodDeviceStart = deviceStart
+        periodDeviceTime = deviceTime ?? UInt64(deviceStart)
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!
         guard current != .finished else {
@@ -146,7 +169,7 @@ public final class Playhead: @unchecked Sendable {
             return true
         }
         collectMarkers()
-        var available = audio.availableElements() / channels
+        let available = audio.availableElements() / channels
         let position = streamFramesValue.load(ordering: .relaxed)
         let ended = position + available >= endPosition
 
@@ -159,13 +182,12 @@ public final class Playhead: @unchecked Sendable {
             return true
         }
 
-        var written = 0
         if current == .buffering {
             let watermark = max(watermarkValue.load(ordering: .relaxed), 1)
             if available >= min(watermark, capacityFrames) || (ended && (available > 0 || position >= endPosition)) {
                 current = .playing
                 stateValue.store(current.rawValue, ordering: .releasing)
-                post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart, streamFrame: position)
+                post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart + min(prerollRemaining, frames), streamFrame: position)
                 if hasStarted {
                     fadeInRemaining = fadeFrames
                 } else {
@@ -179,10 +201,21 @@ public final class Playhead: @unchecked Sendable {
             }
         }
 
-        // Playing.
+        // Playing. A sink fed in the cycle first plays its nodes' latency as silence.
+        if prerollRemaining > 0 {
+            let silent = min(prerollRemaining, frames)
+            silence(output, frames: silent)
+            prerollRemaining -= silent
+            guard silent < frames else { return false }
+            return renderPlaying(into: output + silent * channels, frames: frames - silent, deviceStart: deviceStart + silent, available: available)
+        }
+        return renderPlaying(into: output, frames: frames, deviceStart: deviceStart, available: available)
+    }
+
+    /// [audio-thread] The playing state's part of `render`.
+    private func renderPlaying(into output: UnsafeMutablePointer<Float>, frames: Int, deviceStart: Int, available: Int) -> Bool {
         let wanted = min(frames, available)
-        written = take(wanted, into: output)
-        available -= written
+        let written = take(wanted, into: output)
         if fadeInRemaining > 0 {
             let length = min(fadeInRemaining, written)
             applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
@@ -252,7 +285,8 @@ public final class Playhead: @unchecked Sendable {
     }
 
     private func post(_ kind: DrainEvent.Kind, deviceFrame: Int, streamFrame: Int, marker: Marker? = nil) {
-        if !events.push(DrainEvent(kind: kind, deviceFrame: deviceFrame, streamFrame: streamFrame, marker: marker)) {
+        let deviceTime = periodDeviceTime &+ UInt64(max(0, deviceFrame - periodDeviceStart))
+        if !events.push(DrainEvent(kind: kind, deviceFrame: deviceFrame, streamFrame: streamFrame, deviceTime: deviceTime, marker: marker)) {
             droppedEventsValue.add(1, ordering: .relaxed)
         }
     }

@@ -9,6 +9,15 @@ public struct RunReport: Sendable, Hashable, Codable {
     /// the device callback that rendered the first sample (with watermark 0, the graph's own
     /// latency: at most a device period plus the processing).
     public var pipelineLatency: Double?
+    /// Live runs: seconds from the device rendering audio to the listener hearing it (JACK's
+    /// playback latency of the sink's ports plus the period rendered ahead), as the device
+    /// reports it; nil offline and for devices that report none.
+    public var outputLatency: Double?
+    /// `timeToFirstAudio` plus `outputLatency`: when the first audio is heard.
+    public var timeToFirstHeard: Double? {
+        guard let start = timeToFirstAudio else { return nil }
+        return start + (outputLatency ?? 0)
+    }
     /// Audio played, in seconds.
     public var audioSeconds: Double = 0
     /// Seconds the primary source took per second of audio — wall time inside its `produce`
@@ -39,7 +48,7 @@ public struct RunReport: Sendable, Hashable, Codable {
 /// Where playback stands during a live run (the figures speech libraries expose).
 public struct PlaybackStatus: Sendable, Hashable {
     public var state: Playhead.State
-    /// Seconds of audio played.
+    /// Seconds of audio heard: rendered, less the device's output latency.
     public var position: Double
     /// Seconds of audio in the sink's buffer.
     public var bufferedSeconds: Double

@@ -37,6 +37,9 @@ public final class CrossfaderNode: ProcessorNode {
     /// The longest crossfade in frames at `rate`: `round(duration × rate)`.
     public func durationFrames(rate: Int) -> Int { Int((duration * Double(rate)).rounded()) }
 
+    /// The tail held until the next utterance is known, once prepared.
+    public var latencyFrames: Int { crossfader?.latencyFrames ?? 0 }
+
     public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
         let (rate, channels) = try ProcessorFormats.frames(inputs)
         return [.frames(rate: rate, channels: channels)]

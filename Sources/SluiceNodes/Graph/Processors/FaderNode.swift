@@ -43,6 +43,9 @@ public final class FaderNode: ProcessorNode {
         self.gain = gain
     }
 
+    /// The look-ahead: output lags input by the fade length.
+    public var latencyFrames: Int { length }
+
     public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
         let (rate, channels) = try ProcessorFormats.frames(inputs)
         return [.frames(rate: rate, channels: channels)]

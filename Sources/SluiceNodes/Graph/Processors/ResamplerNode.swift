@@ -45,8 +45,14 @@ public final class ResamplerNode: ProcessorNode {
         requestedRate = rate
     }
 
-    /// Output frames the converter holds back (its filter delay), once prepared.
-    public var latencyFrames: Int? { resampler?.latencyFrames }
+    /// Output frames the node holds back once prepared: the converter's filter delay, plus
+    /// the output of a block's worth of input that staging may hold (a live stream's input
+    /// waits until a whole block has arrived). 0 before `prepare`.
+    public var latencyFrames: Int {
+        guard let resampler else { return 0 }
+        guard resampler.ratio != 1 || resampler.latencyFrames > 0 else { return 0 }
+        return resampler.latencyFrames + Int((Double(resampler.blockFrames) * resampler.ratio).rounded(.up))
+    }
 
     public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
         let (inputRate, channels) = try ProcessorFormats.frames(inputs)

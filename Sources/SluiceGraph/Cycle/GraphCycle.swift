@@ -1,0 +1,151 @@
+import SluiceAudio
+import Synchronization
+
+/// The real-time part of a live graph: what a device's process callback runs each period.
+///
+/// One period, in this order (the device calls each step):
+/// 1. `captureRegions` / `commitCapture`: the device writes its inputs (JACK's capture ports)
+///    into each device source's output edge;
+/// 2. `process()`: every processor placed in the cycle moves that audio through, in
+///    topological order, until nothing moves — what came in this period reaches the sinks in
+///    this period;
+/// 3. `render`: each device sink's playhead renders the period into the device's ports
+///    (watermark, underrun and cancel fades, drain events).
+///
+/// Threading: the steps above are [audio-thread]: they allocate nothing, take no lock and do
+/// no I/O (checked by the allocation and RealtimeSanitizer tests). The rest is
+/// [control-thread], called before the device starts or after it stops.
+public final class GraphCycle: @unchecked Sendable {
+    /// The most frames one period may hold; a device with larger periods plays silence.
+    public static let maximumFrames = 8192
+
+    struct Capture {
+        let name: String
+        let node: any Node
+        let writer: FrameEdgeWriter
+        let channels: Int
+    }
+
+    struct Playback {
+        let name: String
+        let node: any Node
+        let playhead: Playhead
+    }
+
+    let processors: [ProcessorSlot]
+    let captures: [Capture]
+    let playbacks: [Playback]
+    /// Frames the cycle's nodes delay audio from capture `c` to playback `p`
+    /// (`latencies[p][c]`), or nil where no path joins them.
+    private let latencies: [[Int?]]
+    private let overrunCount = Atomic<Int>(0)
+    private let periodCount = Atomic<Int>(0)
+
+    init(processors: [ProcessorSlot], captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
+        self.processors = processors
+        self.captures = captures
+        self.playbacks = playbacks
+        self.latencies = latencies
+    }
+
+    // MARK: Control side
+
+    /// [control-thread] The index of the device source `node` (its `ObjectIdentifier`), or nil.
+    public func captureIndex(of node: ObjectIdentifier) -> Int? {
+        captures.firstIndex { ObjectIdentifier($0.node) == node }
+    }
+
+    /// [control-thread] The index of the device sink `node` (its `ObjectIdentifier`), or nil.
+    public func playbackIndex(of node: ObjectIdentifier) -> Int? {
+        playbacks.firstIndex { ObjectIdentifier($0.node) == node }
+    }
+
+    /// [control-thread] Runs every path the cycle's processors take once, with nothing to
+    /// move, so that what Swift's runtime sets up on a code path's first use (metadata) is
+    /// set up here, before a device's real-time thread calls `process`.
+    public func warmUp() {
+        for index in processors.indices { _ = processors[index].step() }
+    }
+
+    /// [control-thread] Device sinks in the cycle.
+    public var playbackCount: Int { playbacks.count }
+
+    /// [control-thread] Device sources in the cycle.
+    public var captureCount: Int { captures.count }
+
+    /// [control-thread] Channels device source `index` delivers each period.
+    public func captureChannels(_ index: Int) -> Int { captures[index].channels }
+
+    /// [control-thread] Channels device sink `index` plays.
+    public func playbackChannels(_ index: Int) -> Int { playbacks[index].playhead.channels }
+
+    /// [control-thread] The playhead of device sink `index`.
+    public func playhead(_ index: Int) -> Playhead { playbacks[index].playhead }
+
+    /// [control-thread] Frames the nodes in the cycle delay audio between device source
+    /// `capture` and device sink `playback` (the largest over the paths), or nil when no path
+    /// in the cycle joins them. JACK hears this through its latency callback.
+    public func latency(fromCapture capture: Int, toPlayback playback: Int) -> Int? {
+        latencies[playback][capture]
+    }
+
+    /// [any-thread] Periods in which a device source's input was dropped because the nodes
+    /// after it had not taken the previous periods (never, unless a node stalls).
+    public var overruns: Int { overrunCount.load(ordering: .relaxed) }
+
+    /// [any-thread] Periods run so far.
+    public var periods: Int { periodCount.load(ordering: .relaxed) }
+
+    /// [any-thread] Names of the nodes that run in the cycle, in order.
+    public var processorNames: [String] { processors.map(\.name) }
+
+    // MARK: Audio thread
+
+    /// [audio-thread] The room for `frames` frames of device source `index`, as up to two
+    /// stretches of interleaved samples (the ring wraps), or nil when the edge lacks the
+    /// room: the period is then dropped and counted as an overrun.
+    public func captureRegions(_ index: Int, frames: Int) -> (first: UnsafeMutableBufferPointer<Float>, second: UnsafeMutableBufferPointer<Float>)? {
+        let capture = captures[index]
+        guard let regions = capture.writer.writableSamples(frames * capture.channels) else {
+            overrunCount.add(1, ordering: .relaxed)
+            return nil
+        }
+        return regions
+    }
+
+    /// [audio-thread] Makes the `frames` frames written into `captureRegions` visible.
+    public func commitCapture(_ index: Int, frames: Int) {
+        captures[index].writer.commit(frames)
+    }
+
+    /// [audio-thread] Runs every processor in the cycle until nothing moves (at most a few
+    /// rounds: each processor takes all its input in one step unless its output is full).
+    public func process() {
+        periodCount.add(1, ordering: .relaxed)
+        var rounds = 0
+        var moved = true
+        while moved && rounds < Self.maximumRounds {
+            moved = false
+            for index in processors.indices {
+                var steps = 0
+                while steps < Self.maximumRounds && processors[index].step() {
+                    moved = true
+                    steps += 1
+                }
+            }
+            rounds += 1
+        }
+    }
+
+    /// Passes over the cycle's processors in one period, at most.
+    static let maximumRounds = 8
+
+    /// [audio-thread] Renders device sink `index` into `output` (`frames` interleaved frames).
+    ///
+    /// - Parameter deviceTime: the device's clock at the period's first frame.
+    /// - Returns: whether that sink's stream has finished.
+    @discardableResult
+    public func render(_ index: Int, into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64) -> Bool {
+        playbacks[index].playhead.render(into: output, frames: frames, deviceTime: deviceTime)
+    }
+}

@@ -1,0 +1,50 @@
+import CJack
+import SluiceGraph
+
+// The C callbacks of a graph's JACK client: plain functions, state through the `void *`
+// argument (a closure written elsewhere could inherit an actor's isolation and trap on JACK's
+// thread). Each argument is the device's engine, kept alive until after deactivation.
+
+/// [audio-thread] The process callback: the graph's whole cycle.
+func sluiceJackProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    // SAFETY: `argument` is the engine, alive while the client is active.
+    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.process(nframes) }
+    return 0
+}
+
+/// [notification-thread] An xrun: only counts.
+func sluiceJackXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
+    // SAFETY: as for the process callback.
+    _ = Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.xruns.add(1, ordering: .relaxed) }
+    return 0
+}
+
+/// [notification-thread] The server is gone: only sets a flag.
+func sluiceJackShutdown(_ argument: UnsafeMutableRawPointer?) {
+    // SAFETY: as for the process callback.
+    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.serverGone.store(true, ordering: .releasing) }
+}
+
+/// [notification-thread] The server's rate: a change from the graph's ends the run (the
+/// device's `failure`).
+func sluiceJackSampleRate(_ rate: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    // SAFETY: as for the process callback.
+    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { engine in
+        if Int(rate) != engine.sampleRate { engine.changedRate.store(Int(rate), ordering: .releasing) }
+    }
+    return 0
+}
+
+/// [notification-thread] A port appeared: the control thread re-applies `connect` rules
+/// (JACK forbids server requests from this thread).
+func sluiceJackPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?) {
+    guard registered != 0 else { return }
+    // SAFETY: as for the process callback.
+    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.portsChanged.store(true, ordering: .releasing) }
+}
+
+/// [notification-thread] JACK asks for our ports' latency ranges.
+func sluiceJackLatency(_ mode: jack_latency_callback_mode_t, _ argument: UnsafeMutableRawPointer?) {
+    // SAFETY: as for the process callback.
+    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.setLatencies(mode) }
+}

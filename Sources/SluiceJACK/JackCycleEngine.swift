@@ -1,0 +1,289 @@
+import CJack
+import Glibc
+import SluiceGraph
+import Synchronization
+
+/// What a graph's JACK process callback touches: the graph's cycle, the port pointers, one
+/// interleaved scratch buffer, and atomics. Allocated before the client is activated; the
+/// callback allocates nothing, locks nothing and does no I/O (the allocation-counting and
+/// RealtimeSanitizer tests hold it to that).
+final class JackCycleEngine: @unchecked Sendable {
+    /// The most frames one callback may ask for; larger periods play silence (and count).
+    static let maximumFrames = GraphCycle.maximumFrames
+
+    // SAFETY: the cycle outlives activation (the live run keeps its runtime until after the
+    // device stops); the callback reads it without retaining.
+    private let cycle: Unmanaged<GraphCycle>
+    // SAFETY: a jack_client_t* owned by the device, valid while the engine is installed.
+    private let client: OpaquePointer
+    let sampleRate: Int
+    // Endpoints in the cycle's order, each with its channel count, its cycle index and the
+    // offset of its first port in the flat port arrays.
+    // SAFETY: the port arrays are set before activation and never changed while active.
+    private let playbackCount: Int
+    private let playbackChannels: UnsafeMutablePointer<Int>
+    private let playbackIndices: UnsafeMutablePointer<Int>
+    private let playbackOffsets: UnsafeMutablePointer<Int>
+    private let playbackPorts: UnsafeMutablePointer<OpaquePointer?>
+    private let captureCount: Int
+    private let captureChannels: UnsafeMutablePointer<Int>
+    private let captureIndices: UnsafeMutablePointer<Int>
+    private let captureOffsets: UnsafeMutablePointer<Int>
+    private let capturePorts: UnsafeMutablePointer<OpaquePointer?>
+    private let scratch: UnsafeMutablePointer<Float>
+
+    /// Set once the ports are connected: until then the callback plays silence, so the
+    /// first audio is not lost to ports nobody listens to yet.
+    let rendering = Atomic<Bool>(false)
+    let xruns = Atomic<Int>(0)
+    let serverGone = Atomic<Bool>(false)
+    /// The rate the server changed to, or 0.
+    let changedRate = Atomic<Int>(0)
+    /// Set by the port-registration callback; the device's `service` reconnects.
+    let portsChanged = Atomic<Bool>(false)
+    let callbacks = Atomic<Int>(0)
+    let oversizedPeriods = Atomic<Int>(0)
+    private let outputLatencyValue = Atomic<Int>(0)
+    /// Callback durations in nanoseconds, the latest `durationCapacity`, for percentiles. A
+    /// plain array and an atomic count rather than a generic ring: generic code reached for
+    /// the first time on the real-time thread looks its metadata up under a lock (found by
+    /// RealtimeSanitizer).
+    static let durationCapacity = 1 << 16
+    private let durations: UnsafeMutablePointer<UInt32>
+    private let durationCount = Atomic<Int>(0)
+
+    /// RealtimeSanitizer's enter/exit, in sanitizer runs only.
+    private let hooks: JackRealtimeHooks?
+
+    init(
+        cycle: GraphCycle, client: OpaquePointer, sampleRate: Int,
+        playbackChannels: [Int], playbackIndices: [Int], captureChannels: [Int], captureIndices: [Int]
+    ) {
+        self.cycle = Unmanaged.passUnretained(cycle)
+        self.client = client
+        self.sampleRate = sampleRate
+        hooks = JackRealtimeHooks.installed
+        func copy(_ values: [Int]) -> UnsafeMutablePointer<Int> {
+            let pointer = UnsafeMutablePointer<Int>.allocate(capacity: max(1, values.count))
+            pointer.initialize(repeating: 0, count: max(1, values.count))
+            for (index, value) in values.enumerated() { pointer[index] = value }
+            return pointer
+        }
+        func offsets(_ channels: [Int]) -> [Int] {
+            var running = 0
+            return channels.map { count in defer { running += count }; return running }
+        }
+        playbackCount = playbackChannels.count
+        self.playbackChannels = copy(playbackChannels)
+        self.playbackIndices = copy(playbackIndices)
+        playbackOffsets = copy(offsets(playbackChannels))
+        let playbackTotal = playbackChannels.reduce(0, +)
+        playbackPorts = .allocate(capacity: max(1, playbackTotal))
+        playbackPorts.initialize(repeating: nil, count: max(1, playbackTotal))
+        captureCount = captureChannels.count
+        self.captureChannels = copy(captureChannels)
+        self.captureIndices = copy(captureIndices)
+        captureOffsets = copy(offsets(captureChannels))
+        let captureTotal = captureChannels.reduce(0, +)
+        capturePorts = .allocate(capacity: max(1, captureTotal))
+        capturePorts.initialize(repeating: nil, count: max(1, captureTotal))
+        let widest = max(1, playbackChannels.max() ?? 1)
+        scratch = .allocate(capacity: Self.maximumFrames * widest)
+        scratch.initialize(repeating: 0, count: Self.maximumFrames * widest)
+        durations = .allocate(capacity: Self.durationCapacity)
+        durations.initialize(repeating: 0, count: Self.durationCapacity)
+    }
+
+    deinit {
+        for pointer in [playbackChannels, playbackIndices, playbackOffsets, captureChannels, captureIndices, captureOffsets] {
+            pointer.deallocate()
+        }
+        playbackPorts.deallocate()
+        capturePorts.deallocate()
+        scratch.deallocate()
+        durations.deallocate()
+    }
+
+    /// [control-thread] Before activation.
+    func setPlaybackPort(_ port: OpaquePointer, endpoint: Int, channel: Int) {
+        playbackPorts[playbackOffsets[endpoint] + channel] = port
+    }
+
+    /// [control-thread] Before activation.
+    func setCapturePort(_ port: OpaquePointer, endpoint: Int, channel: Int) {
+        capturePorts[captureOffsets[endpoint] + channel] = port
+    }
+
+    // MARK: Audio thread
+
+    /// [audio-thread] One period: capture, the cycle's nodes, playback.
+    @inline(__always)
+    func process(_ nframes: jack_nframes_t) {
+        hooks?.enter()
+        defer { hooks?.exit() }
+        let started = nanoseconds()
+        let frames = Int(nframes)
+        callbacks.add(1, ordering: .relaxed)
+        guard frames <= Self.maximumFrames, rendering.load(ordering: .acquiring) else {
+            if frames > Self.maximumFrames { oversizedPeriods.add(1, ordering: .relaxed) }
+            silenceOutputs(nframes)
+            return
+        }
+        let deviceTime = UInt64(jack_last_frame_time(client))
+        // SAFETY: the cycle outlives activation (see `cycle`); the guaranteed reference keeps
+        // retain/release off the real-time thread.
+        cycle._withUnsafeGuaranteedRef { cycle in
+            for endpoint in 0..<captureCount { capture(endpoint, cycle: cycle, nframes: nframes) }
+            cycle.process()
+            for endpoint in 0..<playbackCount { play(endpoint, cycle: cycle, nframes: nframes, deviceTime: deviceTime) }
+        }
+        let elapsed = nanoseconds() &- started
+        let count = durationCount.load(ordering: .relaxed)
+        durations[count & (Self.durationCapacity - 1)] = UInt32(truncatingIfNeeded: min(elapsed, UInt64(UInt32.max)))
+        durationCount.store(count + 1, ordering: .releasing)
+    }
+
+    /// [audio-thread] Interleaves a device source's ports into its edge, all or nothing.
+    @inline(__always)
+    private func capture(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
+        let frames = Int(nframes)
+        let channels = captureChannels[endpoint]
+        guard let regions = cycle.captureRegions(captureIndices[endpoint], frames: frames) else { return }
+        let split = regions.first.count
+        for channel in 0..<channels {
+            guard let port = capturePorts[captureOffsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
+            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
+            let buffer = raw.assumingMemoryBound(to: Float.self)
+            for frame in 0..<frames {
+                let index = frame * channels + channel
+                if index < split {
+                    regions.first[index] = buffer[frame]
+                } else {
+                    regions.second[index - split] = buffer[frame]
+                }
+            }
+        }
+        cycle.commitCapture(captureIndices[endpoint], frames: frames)
+    }
+
+    /// [audio-thread] Renders a device sink's playhead and spreads it over its ports.
+    @inline(__always)
+    private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t, deviceTime: UInt64) {
+        let frames = Int(nframes)
+        let channels = playbackChannels[endpoint]
+        cycle.render(playbackIndices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
+        for channel in 0..<channels {
+            guard let port = playbackPorts[playbackOffsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
+            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
+            let buffer = raw.assumingMemoryBound(to: Float.self)
+            var source = scratch + channel
+            for frame in 0..<frames {
+                buffer[frame] = source.pointee
+                source += channels
+            }
+        }
+    }
+
+    @inline(__always)
+    private func silenceOutputs(_ nframes: jack_nframes_t) {
+        let total = playbackCount == 0 ? 0 : playbackOffsets[playbackCount - 1] + playbackChannels[playbackCount - 1]
+        for index in 0..<total {
+            guard let port = playbackPorts[index], let buffer = jack_port_get_buffer(port, nframes) else { continue }
+            buffer.assumingMemoryBound(to: Float.self).update(repeating: 0, count: Int(nframes))
+        }
+    }
+
+    @inline(__always)
+    private func nanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+    }
+
+    // MARK: Latency (JACK's notification thread, or the control thread)
+
+    /// [any-thread] Sets our ports' latency ranges for `mode`: a playback port's capture
+    /// latency is the largest capture latency of the device sources feeding it plus the
+    /// nodes' latency between them; a capture port's playback latency is the largest
+    /// playback latency of the sinks it feeds plus the nodes' latency.
+    func setLatencies(_ mode: jack_latency_callback_mode_t) {
+        let graph = cycle.takeUnretainedValue()
+        if mode == JackCaptureLatency {
+            for sink in 0..<playbackCount {
+                var range = jack_latency_range_t(min: 0, max: 0)
+                var found = false
+                for source in 0..<captureCount {
+                    guard let nodes = graph.latency(fromCapture: captureIndices[source], toPlayback: playbackIndices[sink]) else { continue }
+                    let upstream = portsRange(capturePorts + captureOffsets[source], count: captureChannels[source], mode: mode)
+                    range = found ? jack_latency_range_t(min: min(range.min, upstream.min + UInt32(nodes)), max: max(range.max, upstream.max + UInt32(nodes)))
+                        : jack_latency_range_t(min: upstream.min + UInt32(nodes), max: upstream.max + UInt32(nodes))
+                    found = true
+                }
+                for channel in 0..<playbackChannels[sink] {
+                    guard let port = playbackPorts[playbackOffsets[sink] + channel] else { continue }
+                    jack_port_set_latency_range(port, mode, &range)
+                }
+            }
+        } else {
+            for source in 0..<captureCount {
+                var range = jack_latency_range_t(min: 0, max: 0)
+                var found = false
+                for sink in 0..<playbackCount {
+                    guard let nodes = graph.latency(fromCapture: captureIndices[source], toPlayback: playbackIndices[sink]) else { continue }
+                    let downstream = portsRange(playbackPorts + playbackOffsets[sink], count: playbackChannels[sink], mode: mode)
+                    range = found ? jack_latency_range_t(min: min(range.min, downstream.min + UInt32(nodes)), max: max(range.max, downstream.max + UInt32(nodes)))
+                        : jack_latency_range_t(min: downstream.min + UInt32(nodes), max: downstream.max + UInt32(nodes))
+                    found = true
+                }
+                for channel in 0..<captureChannels[source] {
+                    guard let port = capturePorts[captureOffsets[source] + channel] else { continue }
+                    jack_port_set_latency_range(port, mode, &range)
+                }
+            }
+            updateOutputLatency()
+        }
+    }
+
+    /// The widest range over `count` ports.
+    private func portsRange(_ ports: UnsafeMutablePointer<OpaquePointer?>, count: Int, mode: jack_latency_callback_mode_t) -> jack_latency_range_t {
+        var widest = jack_latency_range_t(min: UInt32.max, max: 0)
+        for channel in 0..<count {
+            guard let port = ports[channel] else { continue }
+            var range = jack_latency_range_t()
+            jack_port_get_latency_range(port, mode, &range)
+            widest.min = min(widest.min, range.min)
+            widest.max = max(widest.max, range.max)
+        }
+        if widest.min == UInt32.max { widest.min = 0 }
+        return widest
+    }
+
+    /// [any-thread] Reads the sinks' playback latency (the largest over each sink's ports,
+    /// plus the period rendered ahead) into their playheads.
+    func updateOutputLatency() {
+        let graph = cycle.takeUnretainedValue()
+        let period = Int(jack_get_buffer_size(client))
+        var largest = 0
+        for sink in 0..<playbackCount {
+            let range = portsRange(playbackPorts + playbackOffsets[sink], count: playbackChannels[sink], mode: JackPlaybackLatency)
+            let frames = Int(range.max) + period
+            graph.playhead(playbackIndices[sink]).outputLatencyFrames = frames
+            largest = max(largest, frames)
+        }
+        outputLatencyValue.store(largest, ordering: .relaxed)
+    }
+
+    /// Capture periods the cycle dropped.
+    var overrunsOfCycle: Int { cycle.takeUnretainedValue().overruns }
+
+    /// The largest sink output latency, in frames.
+    var outputLatencyFrames: Int { outputLatencyValue.load(ordering: .relaxed) }
+
+    /// [control-thread] The latest callback durations, in nanoseconds.
+    func takeDurations(into values: inout [UInt32]) {
+        let count = durationCount.load(ordering: .acquiring)
+        for index in max(0, count - Self.durationCapacity)..<count {
+            values.append(durations[index & (Self.durationCapacity - 1)])
+        }
+    }
+}

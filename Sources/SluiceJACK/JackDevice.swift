@@ -1,0 +1,303 @@
+import CJack
+import Glibc
+import SluiceGraph
+import Synchronization
+
+/// One JACK client per graph: every `jack.sink` and `jack.source` of a graph (on one server)
+/// is a set of ports of this client, activated once, and its process callback runs the graph's
+/// real-time cycle — capture, the nodes in the cycle, playback — so what comes in during a
+/// period goes out in the same period, as in a C pass-through client.
+///
+/// What a JACK user expects of a client, it does:
+/// - port latency ranges set in the latency callback: capture → playback through the graph,
+///   plus each node's own latency (`Node.latencyFrames`);
+/// - the sinks' output latency passed to their playheads (heard position, timings);
+/// - drain events stamped with JACK's frame time;
+/// - a sample-rate change ends the run with a clear error;
+/// - `connect` rules re-applied when a matching port appears again (a client that restarts is
+///   reconnected, as a patchbay does);
+/// - xrun counts, a server that goes away ends the run cleanly.
+///
+/// Threading: [control-thread] for everything public; the callbacks in JackCallbacks.swift.
+public final class JackDevice: GraphDevice, @unchecked Sendable {
+    /// One endpoint's ports, as the device registers and connects them.
+    struct Endpoint {
+        let name: String
+        let node: ObjectIdentifier
+        let portNames: [String]?
+        let connect: [String]
+        let direction: JackPorts.Direction
+    }
+
+    public let server: String?
+    /// The client name asked for; JACK may append -01, -02… (`clientName`).
+    public let requestedName: String
+    let sinks: [Endpoint]
+    let sources: [Endpoint]
+    private var client: JackClient?
+    private var engine: JackCycleEngine?
+    private var activated = false
+    /// Each started endpoint with its full port names.
+    private var registered: [(endpoint: Endpoint, ports: [String])] = []
+    private var connectionsMade: [String: [(from: String, to: String)]] = [:]
+
+    init(server: String?, clientName: String, sinks: [Endpoint], sources: [Endpoint]) {
+        self.server = server
+        requestedName = clientName
+        self.sinks = sinks
+        self.sources = sources
+    }
+
+    deinit {
+        stop()
+    }
+
+    // MARK: Making one for a graph
+
+    /// The device `entries` share: one client on their server, named by `playback.client`,
+    /// else by their `client` parameters (which must agree), else by the graph's name.
+    static func make(
+        for entries: [DeviceEndpointEntry], graphName: String, playback: PlaybackSettings, defaultServer: String?
+    ) throws(DeviceConfigurationError) -> JackDevice {
+        var server: String?
+        var serverOwner: String?
+        var name: String?
+        var nameOwner: String?
+        var sinks: [Endpoint] = []
+        var sources: [Endpoint] = []
+        var portOwners: [String: String] = [:]
+        for entry in entries {
+            let settings: (server: String?, client: String?, ports: [String]?, connect: [String])
+            let direction: JackPorts.Direction
+            switch entry.node {
+            case let sink as JackSink:
+                settings = (sink.server, sink.clientName, sink.portNames, sink.connect)
+                direction = .playback
+            case let source as JackSource:
+                settings = (source.server, source.clientName, source.portNames, source.connect)
+                direction = .capture
+            default:
+                continue
+            }
+            if let given = settings.server {
+                if let server, server != given {
+                    throw DeviceConfigurationError(
+                        node: entry.name, parameter: "server",
+                        message: "server '\(given)' differs from '\(server)' of node '\(serverOwner!)': a graph plays through one JACK server",
+                        fix: "give every jack.sink and jack.source the same server, or none (then --server decides)")
+                }
+                server = given
+                serverOwner = entry.name
+            }
+            if let given = settings.client, playback.client == nil {
+                if let name, name != given {
+                    throw DeviceConfigurationError(
+                        node: entry.name, parameter: "client",
+                        message: "client '\(given)' differs from '\(name)' of node '\(nameOwner!)': a graph is one JACK client holding all its ports",
+                        fix: "name the client once, as `playback: { client: \(name) }`, and drop the nodes' `client`")
+                }
+                name = given
+                nameOwner = entry.name
+            }
+            for port in settings.ports ?? [] {
+                if let owner = portOwners[port] {
+                    throw DeviceConfigurationError(
+                        node: entry.name, parameter: "ports",
+                        message: "port name '\(port)' is also a port of node '\(owner)': the graph's ports share one client",
+                        fix: "give each port of the graph its own name")
+                }
+                portOwners[port] = entry.name
+            }
+            let endpoint = Endpoint(
+                name: entry.name, node: ObjectIdentifier(entry.node), portNames: settings.ports,
+                connect: settings.connect, direction: direction)
+            if direction == .playback { sinks.append(endpoint) } else { sources.append(endpoint) }
+        }
+        let clientName = playback.client ?? name ?? Self.clientName(forGraph: graphName)
+        let device = JackDevice(server: server ?? defaultServer, clientName: clientName, sinks: sinks, sources: sources)
+        for entry in entries {
+            if let sink = entry.node as? JackSink {
+                sink.device = device
+                sink.nodeName = entry.name
+            }
+            if let source = entry.node as? JackSource {
+                source.device = device
+                source.nodeName = entry.name
+            }
+        }
+        return device
+    }
+
+    /// A graph's name as a JACK client name: no ':' (JACK's separator), at most 48
+    /// characters, "sluice" when nothing is left and for a one-line graph (`sluice launch`).
+    static func clientName(forGraph name: String) -> String {
+        guard name != "one-line" else { return "sluice" }
+        let cleaned = String(name.map { $0 == ":" || $0 == " " ? "-" : $0 }.prefix(48))
+        return cleaned.isEmpty ? "sluice" : cleaned
+    }
+
+    // MARK: The client
+
+    /// [control-thread] Opens the client (once): at compile time, to learn the server's rate.
+    @discardableResult
+    public func openClient() throws(JackError) -> JackClient {
+        if let client { return client }
+        let opened = try JackClient(name: requestedName, server: server)
+        client = opened
+        lastClientName = opened.name
+        return opened
+    }
+
+    /// The name JACK gave the client the last time it was open (kept after `stop`).
+    public private(set) var lastClientName: String?
+    /// The name JACK gave the client, while it is open.
+    public var clientName: String? { client?.name }
+
+    /// The default port names of an endpoint: `out_1…` / `in_1…` when the graph has one
+    /// endpoint of that direction, `<node>.out_1…` when it has several.
+    func portNames(of endpoint: Endpoint, channels: Int) -> [String] {
+        if let given = endpoint.portNames { return given }
+        let several = (endpoint.direction == .playback ? sinks : sources).count > 1
+        let stem = endpoint.direction == .playback ? "out" : "in"
+        return (1...max(1, channels)).map { several ? "\(endpoint.name).\(stem)_\($0)" : "\(stem)_\($0)" }
+    }
+
+    // MARK: GraphDevice
+
+    public func start(_ cycle: GraphCycle) throws {
+        let client = try openClient()
+        let handle = client.handle
+        var playbackEndpoints: [(endpoint: Endpoint, index: Int)] = []
+        for sink in sinks {
+            guard let index = cycle.playbackIndex(of: sink.node) else { continue }
+            playbackEndpoints.append((sink, index))
+        }
+        var captureEndpoints: [(endpoint: Endpoint, index: Int)] = []
+        for source in sources {
+            guard let index = cycle.captureIndex(of: source.node) else { continue }
+            captureEndpoints.append((source, index))
+        }
+        for (_, index) in playbackEndpoints where cycle.playhead(index).sampleRate != client.sampleRate {
+            throw JackError("the graph plays at \(cycle.playhead(index).sampleRate) Hz but JACK server runs at \(client.sampleRate) Hz")
+        }
+        let engine = JackCycleEngine(
+            cycle: cycle, client: handle, sampleRate: client.sampleRate,
+            playbackChannels: playbackEndpoints.map { cycle.playbackChannels($0.index) },
+            playbackIndices: playbackEndpoints.map(\.index),
+            captureChannels: captureEndpoints.map { cycle.captureChannels($0.index) },
+            captureIndices: captureEndpoints.map(\.index))
+        registered = []
+        for (slot, (endpoint, index)) in playbackEndpoints.enumerated() {
+            let names = portNames(of: endpoint, channels: cycle.playbackChannels(index))
+            let ports = try register(names, output: true, client: client) { engine.setPlaybackPort($1, endpoint: slot, channel: $0) }
+            registered.append((endpoint, ports))
+        }
+        for (slot, (endpoint, index)) in captureEndpoints.enumerated() {
+            let names = portNames(of: endpoint, channels: cycle.captureChannels(index))
+            let ports = try register(names, output: false, client: client) { engine.setCapturePort($1, endpoint: slot, channel: $0) }
+            registered.append((endpoint, ports))
+        }
+        self.engine = engine
+        let context = Unmanaged.passUnretained(engine).toOpaque()
+        jack_set_process_callback(handle, sluiceJackProcess, context)
+        jack_set_xrun_callback(handle, sluiceJackXrun, context)
+        jack_on_shutdown(handle, sluiceJackShutdown, context)
+        jack_set_sample_rate_callback(handle, sluiceJackSampleRate, context)
+        jack_set_port_registration_callback(handle, sluiceJackPortRegistration, context)
+        jack_set_latency_callback(handle, sluiceJackLatency, context)
+        for index in 0..<cycle.playbackCount { Playhead.warmUp(channels: cycle.playbackChannels(index)) }
+        cycle.warmUp()
+        guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
+        activated = true
+        for (endpoint, ports) in registered {
+            connectionsMade[endpoint.name] = try JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client)
+        }
+        engine.updateOutputLatency()
+        startLatency = engine.outputLatencyFrames
+        engine.rendering.store(true, ordering: .releasing)
+    }
+
+    private func register(
+        _ names: [String], output: Bool, client: JackClient, store: (Int, OpaquePointer) -> Void
+    ) throws(JackError) -> [String] {
+        let flags = UInt(output ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
+        for (channel, name) in names.enumerated() {
+            guard let port = jack_port_register(client.handle, name, JACK_DEFAULT_AUDIO_TYPE, flags, 0) else {
+                throw JackError("JACK refused \(output ? "an output" : "an input") port named '\(name)' for client '\(client.name)'")
+            }
+            store(channel, port)
+        }
+        return names.map { "\(client.name):\($0)" }
+    }
+
+    public func stop() {
+        engine?.rendering.store(false, ordering: .releasing)
+        if activated, let client {
+            jack_deactivate(client.handle)
+            activated = false
+        }
+        client?.close()
+        client = nil
+    }
+
+    public var failure: (any Error)? {
+        guard let engine else { return nil }
+        if engine.serverGone.load(ordering: .acquiring) {
+            return JackError("the JACK server went away while playing (client '\(lastClientName ?? requestedName)')")
+        }
+        let rate = engine.changedRate.load(ordering: .acquiring)
+        if rate != 0 {
+            return JackError(
+                "the JACK server's sample rate changed from \(engine.sampleRate) to \(rate) Hz while playing; "
+                    + "the graph was built for \(engine.sampleRate) Hz: start the run again")
+        }
+        return nil
+    }
+
+    /// Re-applies `connect` rules once a port appeared (a client that restarted): only the
+    /// connections missing are made, and a pattern nothing matches yet is not an error.
+    public func service() {
+        guard let engine, activated, let client, engine.portsChanged.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        for (endpoint, ports) in registered where endpoint.connect != ["none"] {
+            if let made = try? JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client) {
+                connectionsMade[endpoint.name] = made
+            }
+        }
+        engine.updateOutputLatency()
+    }
+
+    // MARK: Figures
+
+    /// The connections made for the endpoint named `node`, as (from, to).
+    public func connections(of node: String) -> [(from: String, to: String)] { connectionsMade[node] ?? [] }
+
+    /// The sinks' output latency in frames when playback started (the largest playback
+    /// latency over their ports plus one period); nil before.
+    public private(set) var startLatency: Int?
+
+    /// [control-thread] The output latency now, in frames, or nil when not running.
+    public var outputLatencyFrames: Int? { activated ? engine?.outputLatencyFrames : nil }
+
+    /// JACK's process thread while the client is active (tests watch it).
+    public var realtimeThread: pthread_t? {
+        guard activated, let client else { return nil }
+        return jack_client_thread_id(client.handle)
+    }
+
+    /// Process callbacks so far.
+    public var callbackCount: Int { engine?.callbacks.load(ordering: .relaxed) ?? 0 }
+    /// xruns the server reported while the client was active.
+    public var xruns: Int { engine?.xruns.load(ordering: .relaxed) ?? 0 }
+    /// Periods whose capture was dropped because the nodes after a jack.source had not taken
+    /// the earlier ones.
+    public var overruns: Int { engine?.overrunsOfCycle ?? 0 }
+    /// Periods larger than the cycle handles, played as silence.
+    public var oversizedPeriods: Int { engine?.oversizedPeriods.load(ordering: .relaxed) ?? 0 }
+
+    /// [control-thread] Callback durations since the last call, in nanoseconds.
+    public func takeCallbackDurations() -> [UInt32] {
+        var values: [UInt32] = []
+        engine?.takeDurations(into: &values)
+        return values
+    }
+}
