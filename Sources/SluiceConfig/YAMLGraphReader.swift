@@ -12,7 +12,7 @@ struct YAMLGraphReader {
     private(set) var diagnostics: [GraphDiagnostic] = []
 
     static let topLevelKeys = ["name", "nodes", "links", "playback"]
-    static let playbackKeys = ["strategy", "watermark", "max-buffered", "block", "client"]
+    static let playbackKeys = ["strategy", "watermark", "max-buffered", "block", "client", "boundary"]
     static let blockRange = 16 ... 8192
 
     init(file: String, source: YAMLSource, originalKeys: [String: String]) {
@@ -279,6 +279,13 @@ struct YAMLGraphReader {
                 }
             case "block":
                 if let frames = readBlock(value) { settings.blockFrames = frames }
+            case "boundary":
+                if case .scalar(let scalar) = value, let boundary = CycleBoundary(rawValue: scalar.string) {
+                    settings.boundary = boundary
+                } else {
+                    error("playback boundary must be sink or source, not \(Self.describe(value))",
+                          at: location(value), fix: "write `boundary: sink` (processors on the worker) or `boundary: source` (in the JACK cycle)")
+                }
             case "client":
                 if case .scalar(let scalar) = value, !scalar.string.isEmpty, !scalar.string.contains(":") {
                     settings.client = scalar.string
@@ -289,7 +296,7 @@ struct YAMLGraphReader {
             default:
                 error("unknown playback setting '\(key)'", at: location(keyNode),
                       fix: Names.suggestion(for: key, among: Self.playbackKeys,
-                                            otherwise: "the playback settings are strategy, watermark, max-buffered, block and client"))
+                                            otherwise: "the playback settings are strategy, watermark, max-buffered, block, client and boundary"))
             }
         }
         if watermarkValid, maxBufferedValid, settings.watermark > settings.maxBuffered {

@@ -206,7 +206,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         jack_set_port_registration_callback(handle, sluiceJackPortRegistration, context)
         jack_set_latency_callback(handle, sluiceJackLatency, context)
         for index in 0..<cycle.playbackCount { Playhead.warmUp(channels: cycle.playbackChannels(index)) }
-        cycle.warmUp()
+        cycle.warmUp(blockFrames: client.bufferSize)
         guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
         activated = true
         for (endpoint, ports) in registered {

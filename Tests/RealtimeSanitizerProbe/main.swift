@@ -3,14 +3,21 @@ import SluiceConfig
 import SluiceGraph
 import SluiceJACK
 import SluiceNodes
+import Synchronization
 
-// RealtimeSanitizerProbe SERVER GRAPH-INPUT | --self-test
+// RealtimeSanitizerProbe SERVER GRAPH-INPUT [--boundary sink|source] | SERVER --live-chain SECONDS | --self-test
 //
-// Plays the speech chain into jack.sink on JACK server SERVER with RealtimeSanitizer's
-// real-time context entered around every process callback: any allocation, lock or blocking
-// call inside the callback makes RTSan print a report and exit non-zero. `--self-test` makes
-// one allocation in real-time context, to show the sanitizer is watching (it must fail).
-// Linked with clang's RTSan runtime (see Package.swift); run by JackSinkTests.
+// Runs a graph on JACK server SERVER with RealtimeSanitizer's real-time context entered
+// around every process callback — the whole cycle: capture, the nodes placed in it, the
+// sinks' playheads. Any allocation, lock or blocking call inside makes RTSan print a report
+// and exit non-zero.
+// - GRAPH-INPUT: the speech chain played from a raw S16 file; `--boundary source` puts the
+//   aligner, resampler, crossfader, fader and channel map inside the callback too.
+// - `--live-chain SECONDS`: jack.source -> fader -> jack.sink for that long, fed by a tone
+//   graph of its own client.
+// `--self-test` makes one allocation in real-time context, to show the sanitizer is watching
+// (it must fail). Linked with clang's RTSan runtime (see Package.swift); run by
+// RealtimeSanitizerTests, which also checks the hooks were entered once per callback.
 
 @_silgen_name("__rtsan_ensure_initialized") func rtsanEnsureInitialized()
 @_silgen_name("__rtsan_realtime_enter") func rtsanRealtimeEnter()
@@ -43,23 +50,55 @@ if arguments.first == "--self-test" {
     free(planted)
     exit(0)
 }
-guard arguments.count == 2 else {
-    printError("usage: RealtimeSanitizerProbe SERVER INPUT.s16 | --self-test")
+/// Hook entries, counted so the test can tell the hooks ran once per callback.
+let hookEntries = Atomic<Int>(0)
+func enterCounted() {
+    hookEntries.add(1, ordering: .relaxed)
+    enterRealtime()
+}
+
+guard arguments.count == 2 || arguments.count == 3 || arguments.count == 4 else {
+    printError("usage: RealtimeSanitizerProbe SERVER INPUT.s16 [--boundary sink|source] | SERVER --live-chain SECONDS | --self-test")
     exit(2)
 }
 let server = arguments[arguments.startIndex]
 let input = arguments[arguments.startIndex + 1]
-JackRealtimeHooks.installed = JackRealtimeHooks(enter: { enterRealtime() }, exit: { exitRealtime() })
+JackRealtimeHooks.installed = JackRealtimeHooks(enter: { enterCounted() }, exit: { exitRealtime() })
 do {
     var registry = BuiltinNodes.registry()
     try registry.register(JackSink.type(defaultServer: server))
-    let description = try OneLineGraph.parse(
-        "bytes.source path=\(input) rate=24000 ! aligner ! resampler quality=sinc-medium ! crossfader ! fader"
-            + " ! channel-map channels=2 ! jack.sink client=rtsan-probe connect=none")
-    let graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(description)
-    let report = try LiveRun(graph: graph).run()
-    let callbacks = report.counters["jack.sink.callbacks"] ?? 0
-    print("played \(report.audioSeconds) s in \(callbacks) callbacks under RealtimeSanitizer")
+    try registry.register(JackSource.type(defaultServer: server))
+    let report: RunReport
+    let graph: CompiledGraph
+    var devices: [JackDevice] = []
+    if input == "--live-chain" {
+        let seconds = Double(arguments[arguments.startIndex + 2]) ?? 2
+        var chain = try OneLineGraph.parse("jack.source channels=1 connect=none ! fader length=64 gain=0.5 ! jack.sink connect=none")
+        chain.playback = PlaybackSettings(strategy: .stream, client: "rtsan-chain")
+        graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(chain)
+        var feed = try OneLineGraph.parse("tone frequency=440 duration=\(seconds) ! jack.sink connect=rtsan-chain:in_1")
+        feed.playback = PlaybackSettings(strategy: .stream, client: "rtsan-feed")
+        let feedGraph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(feed)
+        let chainRun = try LiveRun(graph: graph)
+        try chainRun.start()
+        // The feeder's own callbacks run under the hooks too (one process, one hook table).
+        _ = try LiveRun(graph: feedGraph).run()
+        chainRun.cancel()
+        report = try chainRun.wait()
+        devices = feedGraph.devices.compactMap { $0 as? JackDevice }
+    } else {
+        let boundary = arguments.count == 4 ? arguments[arguments.startIndex + 3] : "sink"
+        var description = try OneLineGraph.parse(
+            "bytes.source path=\(input) rate=24000 ! aligner ! resampler quality=sinc-medium ! crossfader ! fader"
+                + " ! channel-map channels=2 ! jack.sink client=rtsan-probe connect=none")
+        description.playback.boundary = CycleBoundary(rawValue: boundary) ?? .sink
+        graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(description)
+        report = try LiveRun(graph: graph).run()
+    }
+    devices += graph.devices.compactMap { $0 as? JackDevice }
+    let callbacks = devices.map(\.callbackCount).reduce(0, +)
+    let inCycle = graph.placement.filter { $0 == .cycle }.count
+    print("played \(report.audioSeconds) s in \(callbacks) callbacks under RealtimeSanitizer, \(inCycle) nodes in the cycle, hooks entered \(hookEntries.load(ordering: .relaxed)) times")
     exit(callbacks > 100 ? 0 : 3)
 } catch {
     printError("error: \(error)")

@@ -97,7 +97,8 @@ struct TutorialTests {
         let played = try #require(stats["audioSeconds"] as? Double)
         #expect(abs(played - speechSeconds) < 0.05, "played \(played) s live, rendered \(speechSeconds) s")
         #expect((stats["failures"] as? [Any])?.isEmpty == true, "\(statsLine)")
-        #expect(stats["jackClients"] as? [String] == ["sluice"], "\(statsLine)")
+        // One client per graph, named after the graph (speech.yaml says `name: speech`).
+        #expect(stats["jackClients"] as? [String] == ["speech"], "\(statsLine)")
 
         // sluice speak --graph speech.yaml --out spoken.wav: the tutorial's graph, tremolo and
         // all; offline its jack.sink has no rate, so the resampler keeps espeak's 22050 Hz.

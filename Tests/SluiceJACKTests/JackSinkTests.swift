@@ -199,23 +199,53 @@ extension JackSinkTests {
         }
     }
 
-    @Test(.enabled(if: AllocationCounter.testsEnabled))
-    func theProcessThreadAllocatesNothing() async {
-        await #expect(processExitsWith: .success) {
-            // A small period, so a couple of seconds hold thousands of callbacks.
+    /// Graphs whose whole JACK cycle the allocation test watches: the speech chain with its
+    /// processors on the worker (`boundary: sink`) and in the cycle (`boundary: source`), and
+    /// the live chain jack.source -> fader -> jack.sink fed by a tone from another client.
+    static let allocationCases = ["speech-sink", "speech-source", "live-chain"]
+
+    @Test(.enabled(if: AllocationCounter.testsEnabled), arguments: allocationCases)
+    func theProcessThreadAllocatesNothing(graphCase: String) async {
+        await #expect(processExitsWith: .success) { [graphCase] in
+            // A small period, so seven seconds hold over 10 000 callbacks.
             let server = try JackTestServer.start(periodFrames: 32)
             defer { server.stop() }
             let test = JackSinkTests()
-            let (live, graph) = try test.liveRun(test.speechGraph(sink: "jack.sink client=alloc connect=none"), server: server.name)
+            var registry = test.registry(server: server.name)
+            try registry.register(JackSource.type(defaultServer: server.name))
+            let seconds = 7.0
+            var description: GraphDescription
+            var feed: LiveRun?
+            switch graphCase {
+            case "live-chain":
+                description = try OneLineGraph.parse("jack.source channels=1 connect=none ! fader length=64 ! jack.sink connect=none")
+                description.playback = PlaybackSettings(strategy: .stream, client: "alloc-chain")
+            default:
+                description = try OneLineGraph.parse(
+                    "tone rate=24000 frequency=440 duration=\(seconds) ! resampler quality=sinc-medium ! crossfader ! fader"
+                        + " ! channel-map channels=2 ! jack.sink connect=none")
+                description.playback = PlaybackSettings(strategy: .stream, client: "alloc-speech")
+                description.playback.boundary = graphCase == "speech-source" ? .source : .sink
+            }
+            let graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(description)
+            let live = try LiveRun(graph: graph)
             try live.start()
-            let sink = try test.sinkNode(graph)
-            let thread = try #require(sink.realtimeThread)
-            sleep(seconds: 0.05)  // past the first callbacks
+            let device = try #require(graph.devices.first as? JackDevice)
+            // Rendering begins when `start` returns: every period that moves audio is watched.
+            let thread = try #require(device.realtimeThread)
             AllocationCounter.watch(thread)
-            let callbacksBefore = sink.callbackCount
+            let callbacksBefore = device.callbackCount
+            if graphCase == "live-chain" {
+                var tone = try OneLineGraph.parse("tone frequency=440 duration=\(seconds) ! jack.sink connect=alloc-chain:in_1")
+                tone.playback = PlaybackSettings(strategy: .stream, client: "alloc-feed")
+                feed = try LiveRun(graph: GraphCompiler(registry: registry, options: .init(isLive: true)).compile(tone))
+                _ = try feed?.run()
+                live.cancel()
+            }
             _ = try live.wait()
             let allocations = AllocationCounter.unwatch()
-            #expect(sink.callbackCount - callbacksBefore > 1_000)
+            let callbacks = device.callbackCount - callbacksBefore
+            #expect(callbacks > 10_000, "\(callbacks) callbacks")
             #expect(allocations == 0)
         }
     }

@@ -20,11 +20,41 @@ import Testing
         #expect(outcome.standardError.contains("`malloc` in real-time context"))
     }
 
-    @Test func theProcessCallbackIsRealtimeSafe() throws {
+    /// The probe's summary: "played S s in C callbacks under RealtimeSanitizer, N nodes in the
+    /// cycle, hooks entered H times".
+    static func figures(_ output: String) -> (callbacks: Int, inCycle: Int, entries: Int)? {
+        let words = output.split(separator: " ")
+        func number(before word: String) -> Int? {
+            guard let index = words.firstIndex(where: { $0.hasPrefix(word) }), index > 0 else { return nil }
+            return Int(words[index - 1])
+        }
+        guard let callbacks = number(before: "callbacks"), let nodes = number(before: "nodes"),
+              let entries = number(before: "times") else { return nil }
+        return (callbacks, nodes, entries)
+    }
+
+    @Test("the speech chain's callback, with the nodes on the worker (boundary: sink) and in the cycle (boundary: source)",
+          arguments: ["sink", "source"])
+    func theProcessCallbackIsRealtimeSafe(boundary: String) throws {
         let server = try JackTestServer.shared()
-        let outcome = try CommandRunner.run(Self.probe, [server.name, Self.input], timeout: 60)
+        let outcome = try CommandRunner.run(Self.probe, [server.name, Self.input, "--boundary", boundary], timeout: 60)
         #expect(!outcome.standardError.contains("RealtimeSanitizer"), "\(outcome.standardError.prefix(4000))")
         #expect(outcome.status == 0)
         #expect(outcome.standardOutput.hasPrefix("played 1.27"))
+        let figures = try #require(Self.figures(outcome.standardOutput), "\(outcome.standardOutput)")
+        // Every callback entered the real-time context (the hooks ran, so RTSan watched).
+        #expect(figures.entries == figures.callbacks)
+        #expect(figures.inCycle == (boundary == "source" ? 6 : 1))
+    }
+
+    @Test("the live chain's callback: capture, fader and playback in one cycle")
+    func theLiveChainIsRealtimeSafe() throws {
+        let server = try JackTestServer.shared()
+        let outcome = try CommandRunner.run(Self.probe, [server.name, "--live-chain", "1.5"], timeout: 60)
+        #expect(!outcome.standardError.contains("RealtimeSanitizer"), "\(outcome.standardError.prefix(4000))")
+        #expect(outcome.status == 0)
+        let figures = try #require(Self.figures(outcome.standardOutput), "\(outcome.standardOutput)")
+        #expect(figures.entries == figures.callbacks)
+        #expect(figures.inCycle == 3)
     }
 }

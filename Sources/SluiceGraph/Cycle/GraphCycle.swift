@@ -41,11 +41,20 @@ public final class GraphCycle: @unchecked Sendable {
     private let overrunCount = Atomic<Int>(0)
     private let periodCount = Atomic<Int>(0)
 
+    /// Each playback's underrun count at the last period, to see a new one.
+    private let seenUnderruns: UnsafeMutablePointer<Int>
+
     init(processors: [ProcessorSlot], captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
         self.processors = processors
         self.captures = captures
         self.playbacks = playbacks
         self.latencies = latencies
+        seenUnderruns = .allocate(capacity: max(1, playbacks.count))
+        seenUnderruns.initialize(repeating: 0, count: max(1, playbacks.count))
+    }
+
+    deinit {
+        seenUnderruns.deallocate()
     }
 
     // MARK: Control side
@@ -60,10 +69,12 @@ public final class GraphCycle: @unchecked Sendable {
         playbacks.firstIndex { ObjectIdentifier($0.node) == node }
     }
 
-    /// [control-thread] Runs every path the cycle's processors take once, with nothing to
-    /// move, so that what Swift's runtime sets up on a code path's first use (metadata) is
-    /// set up here, before a device's real-time thread calls `process`.
-    public func warmUp() {
+    /// [control-thread] Rehearses every processor in the cycle on scratch buffers and resets
+    /// it (`ProcessorSlot.rehearse`), then runs one empty pass, so that what Swift's runtime
+    /// sets up on a code path's first use (generic metadata, under a lock) is set up here,
+    /// before a device's real-time thread calls `process`. Call it before the sources start.
+    public func warmUp(blockFrames: Int) {
+        for index in processors.indices { processors[index].rehearse(blockFrames: blockFrames) }
         for index in processors.indices { _ = processors[index].step() }
     }
 
@@ -122,6 +133,20 @@ public final class GraphCycle: @unchecked Sendable {
     /// rounds: each processor takes all its input in one step unless its output is full).
     public func process() {
         periodCount.add(1, ordering: .relaxed)
+        // A sink ran dry in the last period while its stream goes on (the next sentence has
+        // not arrived): the processors release what they hold back, so what was received
+        // plays out (the worker does the same for the processors it runs).
+        var starved = false
+        for index in 0..<playbacks.count {
+            let underruns = playbacks[index].playhead.underruns
+            if underruns != seenUnderruns[index] {
+                seenUnderruns[index] = underruns
+                starved = true
+            }
+        }
+        if starved {
+            for index in processors.indices { _ = processors[index].drain() }
+        }
         var rounds = 0
         var moved = true
         while moved && rounds < Self.maximumRounds {

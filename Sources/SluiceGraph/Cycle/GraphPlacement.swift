@@ -29,6 +29,10 @@ extension CompiledGraph {
         placement.reserveCapacity(nodes.count)
         var inputsFrom = [[Int]](repeating: [], count: nodes.count)
         for edge in edges { inputsFrom[edge.toNode].append(edge.fromNode) }
+        // `boundary: source` moves the processors fed by sources into the cycle too, when a
+        // device runs one.
+        let hasDevice = nodes.contains { $0.instance is any DeviceEndpoint }
+        let boundaryAtSource = playback.boundary == .source && hasDevice
         // `nodes` is in topological order, so every input's placement is known first.
         for (index, node) in nodes.enumerated() {
             switch node.instance {
@@ -40,11 +44,30 @@ extension CompiledGraph {
                 placement.append(.clockThread)
             default:
                 let inputs = inputsFrom[index]
-                let inCycle = !inputs.isEmpty && inputs.allSatisfy { placement[$0] == .cycle }
+                let inCycle = !inputs.isEmpty && inputs.allSatisfy {
+                    placement[$0] == .cycle || (boundaryAtSource && placement[$0] == .sourceThread)
+                }
                 placement.append(inCycle ? .cycle : .worker)
             }
         }
         return placement
+    }
+
+    /// [control-thread] For each node, whether everything upstream of it is a device source:
+    /// live audio, which a sink plays at once with no watermark.
+    func fedByDevicesOnly() -> [Bool] {
+        var inputsFrom = [[Int]](repeating: [], count: nodes.count)
+        for edge in edges { inputsFrom[edge.toNode].append(edge.fromNode) }
+        var fed: [Bool] = []
+        for (index, node) in nodes.enumerated() {
+            if node.instance is any DeviceSourceNode {
+                fed.append(true)
+            } else {
+                let inputs = inputsFrom[index]
+                fed.append(!inputs.isEmpty && inputs.allSatisfy { fed[$0] })
+            }
+        }
+        return fed
     }
 
     /// [control-thread] Frames by which the nodes in the cycle delay audio from each node to the

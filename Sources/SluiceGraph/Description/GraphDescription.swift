@@ -122,6 +122,9 @@ public struct PlaybackSettings: Sendable, Hashable {
     /// The name of the graph's JACK client (one per graph, holding every `jack.sink` and
     /// `jack.source` port); nil takes the endpoints' `client` parameter, then the graph's name.
     public var client: String?
+    /// Where a live graph fed by non-real-time sources (a provider, a file) crosses into the
+    /// JACK cycle (docs/architecture.md, "Where the boundary sits").
+    public var boundary: CycleBoundary
     /// Where the `playback:` section is, for messages.
     public var location: SourceLocation?
 
@@ -132,15 +135,28 @@ public struct PlaybackSettings: Sendable, Hashable {
     public init(
         strategy: PlaybackStrategy = .buffered, watermark: Double = defaultWatermark,
         maxBuffered: Double = defaultMaxBuffered, blockFrames: Int = defaultBlockFrames,
-        client: String? = nil, location: SourceLocation? = nil
+        client: String? = nil, boundary: CycleBoundary = .sink, location: SourceLocation? = nil
     ) {
         self.client = client
+        self.boundary = boundary
         self.strategy = strategy
         self.watermark = watermark
         self.maxBuffered = maxBuffered
         self.blockFrames = blockFrames
         self.location = location
     }
+}
+
+/// Where the ring between a graph's non-real-time part (sources that may block) and the JACK
+/// cycle sits.
+public enum CycleBoundary: String, Sendable, Hashable, CaseIterable {
+    /// Before each sink: the processors run on the graph's worker thread as soon as audio
+    /// arrives, and the cycle only plays what they made (the default: the least work in the
+    /// cycle per stream, and no added latency; docs/architecture.md has the figures).
+    case sink
+    /// Right after each source: the processors run inside the JACK cycle, on its real-time
+    /// thread, taking what the source made since the last period.
+    case source
 }
 
 /// When the sink starts playing.

@@ -49,6 +49,7 @@ final class GraphRuntime: @unchecked Sendable {
         let threadSource: [Bool] = graph.nodes.map { $0.instance is any SourceNode }
         let sourceWakes: [WakeSignal?] = threadSource.map { live && $0 ? WakeSignal() : nil }
         let inCycle: [Bool] = placement.map { live && $0 == .cycle }
+        let deviceFed = live ? graph.fedByDevicesOnly() : Array(repeating: false, count: graph.nodes.count)
 
         var writers = [[EdgeWriter?]](repeating: [], count: graph.nodes.count)
         var readers = [[EdgeReader?]](repeating: [], count: graph.nodes.count)
@@ -66,7 +67,7 @@ final class GraphRuntime: @unchecked Sendable {
                 let period = settings.blockFrames
                 let capacity = max(2 * period, 2 * GraphCycle.maximumFrames * (inCycle[edge.fromNode] ? 1 : 0),
                                    Int((settings.maxBuffered * Double(rate)).rounded(.up)))
-                let fedInCycle = inCycle[edge.fromNode]
+                let fedInCycle = inCycle[edge.fromNode] && deviceFed[edge.fromNode]
                 let controller = FlowController(
                     strategy: fedInCycle ? .stream : settings.strategy, rate: rate, periodFrames: period,
                     watermarkSeconds: settings.watermark, capacityFrames: capacity)
@@ -79,7 +80,7 @@ final class GraphRuntime: @unchecked Sendable {
                     eventCapacity: 4096,
                     // Whoever fills this edge sleeps until the playhead frees room: the worker,
                     // or a source linked straight to the sink. The cycle fills it itself.
-                    workerWake: fedInCycle ? nil : threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : workerWake,
+                    workerWake: inCycle[edge.fromNode] ? nil : threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : workerWake,
                     prerollFrames: preroll)
                 writers[edge.fromNode][edge.fromPort] = writer
                 largestUnits = max(largestUnits, capacity)

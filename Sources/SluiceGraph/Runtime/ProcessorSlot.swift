@@ -109,3 +109,69 @@ final class ProcessorSlot {
         return moved
     }
 }
+
+extension ProcessorSlot {
+    /// [control-thread] Rehearses the node on scratch buffers — a block of silence through an
+    /// utterance's markers, a discontinuity, a drain and the end of the stream — then resets
+    /// it and its ports, so that what Swift's runtime sets up on a code path's first use
+    /// (generic metadata, found by RealtimeSanitizer under a lock) is set up here, before a
+    /// device's real-time thread runs the node. The edges are not touched.
+    func rehearse(blockFrames: Int) {
+        let units = max(1, blockFrames)
+        let inputs = ports.inputFormats.map { format in
+            UnsafeMutableRawPointer.allocate(byteCount: units * format.bytesPerUnit, alignment: 16)
+        }
+        let outputs = ports.outputFormats.map { format in
+            UnsafeMutableRawPointer.allocate(byteCount: 4 * units * format.bytesPerUnit, alignment: 16)
+        }
+        defer {
+            for buffer in inputs { buffer.deallocate() }
+            for buffer in outputs { buffer.deallocate() }
+        }
+        for (index, format) in ports.inputFormats.enumerated() {
+            inputs[index].initializeMemory(as: UInt8.self, repeating: 0, count: units * format.bytesPerUnit)
+        }
+        func offer(units offered: Int) {
+            for (port, buffer) in inputs.enumerated() { ports.setInput(port, base: offered > 0 ? buffer : nil, units: offered) }
+            for (port, buffer) in outputs.enumerated() { ports.setOutput(port, base: buffer, units: 4 * units) }
+        }
+        func settle() {
+            for port in outputs.indices { ports.removeMarkers(output: port) }
+        }
+        let utterance = UtteranceID(1)
+        // The order of a real stream: markers where the input has reached them, audio between
+        // them, and nothing after the end of the stream but calls that release the tail.
+        let markers: [MarkerEvent] = [
+            .utteranceStart(utterance), .textSpan(TextSpan(utterance: utterance, start: 0, end: 1)),
+            .utteranceEnd(utterance), .discontinuity, .endOfStream,
+        ]
+        var io = ProcessIO(ports)
+        for event in markers {
+            let ending = event == .endOfStream
+            for port in inputs.indices {
+                io = ProcessIO(ports)
+                if ending { ports.setEnded(port) }
+                node.receive(Marker(position: 0, event: event, isDiscontinuous: event == .discontinuity), on: port, &io)
+                settle()
+            }
+            for _ in 0..<(ending ? 4 : 1) {
+                offer(units: ending ? 0 : units)
+                io = ProcessIO(ports)
+                node.process(&io)
+                settle()
+            }
+            if !ending {
+                offer(units: 0)
+                io = ProcessIO(ports)
+                node.drain(&io)
+                settle()
+            }
+        }
+        for port in inputs.indices {
+            ports.setEnded(port, false)
+            ports.setInput(port, base: nil, units: 0)
+        }
+        for port in outputs.indices { ports.setOutput(port, base: nil, units: 0) }
+        node.reset()
+    }
+}

@@ -1,0 +1,227 @@
+import CJack
+import Foundation
+import Glibc
+import JackTestSupport
+import SluiceConfig
+import SluiceGraph
+import SluiceJACK
+import SluiceNodes
+import SluiceTestSupport
+import Testing
+
+/// Live routing: `jack.source -> nodes -> jack.sink` runs inside one JACK client's process
+/// callback, so a chain adds only the latency its nodes declare; a graph is one client; its
+/// `connect` rules follow a client that restarts.
+@Suite(.serialized) struct LiveChainTests {
+    func registry(server: String) -> NodeRegistry {
+        var registry = BuiltinNodes.registry()
+        try! registry.register(JackSink.type(defaultServer: server))
+        try! registry.register(JackSource.type(defaultServer: server))
+        return registry
+    }
+
+    func compile(_ yaml: String, server: String) throws -> CompiledGraph {
+        try GraphCompiler(registry: registry(server: server), options: .init(isLive: true))
+            .compile(GraphFile.parse(yaml, file: "live.yaml"))
+    }
+
+    /// A unique client name for one test.
+    func clientName(_ stem: String) -> String { "\(stem)-\(UUID().uuidString.prefix(6))" }
+
+    @Test("a graph with two sinks and a source is one JACK client holding all their ports")
+    func oneClientPerGraph() throws {
+        let server = try JackTestServer.shared()
+        let name = clientName("one")
+        let graph = try compile("""
+            name: two-sinks
+            nodes:
+              mic:   { type: jack.source, channels: 1, connect: none }
+              tone:  { type: tone, frequency: 440, duration: 0.6 }
+              left:  { type: jack.sink, channels: 1, connect: none }
+              right: { type: jack.sink, channels: 1, connect: none }
+            links:
+              - mic -> left
+              - tone -> right
+            playback: { strategy: stream, client: \(name) }
+            """, server: server.name)
+        #expect(graph.devices.count == 1)
+        let live = try LiveRun(graph: graph)
+        try live.start()
+        let ports = try server.ports(matching: "^\(name)")
+        let clients = Set(ports.map { $0.split(separator: ":").first.map(String.init) ?? "" })
+        live.cancel()
+        _ = try live.wait()
+        #expect(clients == [name], "ports \(ports)")
+        #expect(Set(ports) == ["\(name):mic.in_1", "\(name):left.out_1", "\(name):right.out_1"]
+            || Set(ports) == ["\(name):in_1", "\(name):left.out_1", "\(name):right.out_1"])
+        #expect(try server.ports(matching: "^\(name)").isEmpty, "the client closes when the run ends")
+    }
+
+    @Test("the nodes of a live chain run in the JACK cycle; a speech chain's run on the worker unless boundary: source")
+    func placement() throws {
+        let server = try JackTestServer.shared()
+        let chain = try compile("""
+            name: chain
+            nodes:
+              in:   { type: jack.source, channels: 1, connect: none }
+              gain: { type: fader, length: 0, gain: 0.5 }
+              out:  { type: jack.sink, channels: 1, connect: none }
+            links: [in -> gain -> out]
+            """, server: server.name)
+        #expect(chain.placement == [.cycle, .cycle, .cycle])
+        let speech = """
+            name: speech
+            nodes:
+              src:  { type: tone, frequency: 440, duration: 0.1 }
+              fade: { type: fader }
+              out:  { type: jack.sink, connect: none }
+            links: [src -> fade -> out]
+            """
+        #expect(try compile(speech, server: server.name).placement == [.sourceThread, .worker, .cycle])
+        #expect(try compile(speech + "\nplayback: { boundary: source }", server: server.name).placement == [.sourceThread, .cycle, .cycle])
+    }
+
+    @Test("two endpoints naming different clients are refused, naming the fix")
+    func differentClientNames() throws {
+        let server = try JackTestServer.shared()
+        #expect {
+            _ = try compile("""
+                name: clash
+                nodes:
+                  in:  { type: jack.source, client: a, channels: 1, connect: none }
+                  out: { type: jack.sink, client: b, connect: none }
+                links: [in -> out]
+                """, server: server.name)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("live.yaml:4:") && text.contains("client 'b' differs from 'a' of node 'in'")
+                && text.contains("playback: { client: a }")
+        }
+    }
+
+    @Test("what the chain records equals its offline render: a tone through fader (length 0, gain 0.5), sample for sample")
+    func recordingEqualsRender() throws {
+        let server = try JackTestServer.shared()
+        for attempt in 1...JackSinkTests.attempts(on: server) {
+            let name = clientName("chain")
+            let feedName = clientName("feed")
+            let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
+            try recorder.start()
+            defer { recorder.stop() }
+            let chain = try compile("""
+                name: chain
+                nodes:
+                  in:   { type: jack.source, channels: 1, connect: none }
+                  gain: { type: fader, length: 0, gain: 0.5 }
+                  out:  { type: jack.sink, channels: 1, connect: ["\(name)-rec:in_1"] }
+                links: [in -> gain -> out]
+                playback: { client: \(name) }
+                """, server: server.name)
+            let chainRun = try LiveRun(graph: chain)
+            try chainRun.start()
+            // The feeder: a tone played by a second graph straight into the chain's input.
+            let tone = "tone frequency=440 amplitude=0.8 duration=0.5"
+            var feedDescription = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name):in_1")
+            feedDescription.playback = PlaybackSettings(strategy: .stream, client: feedName)
+            let feed = try GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription)
+            _ = try LiveRun(graph: feed).run()
+            sleep(seconds: 0.1)
+            chainRun.cancel()
+            let report = try chainRun.wait()
+            recorder.drain()
+            // The tone offline, at the server's rate.
+            let offline = try GraphCompiler(registry: registry(server: server.name), options: .init(sinkRate: server.sampleRate))
+                .compile(OneLineGraph.parse("\(tone) ! null.sink"))
+            let renderer = try OfflineRenderer(graph: offline)
+            var reference: [Float] = []
+            renderer.output = { _, samples in reference += samples }
+            _ = try renderer.run()
+            let recorded = recorder.samples(channel: 0)
+            let start = try #require(recorded.firstIndex { $0 != 0 })
+            let referenceStart = try #require(reference.firstIndex { $0 != 0 })
+            let expected = reference[referenceStart...].map { $0 * 0.5 }
+            let got = Array(recorded[start...].prefix(expected.count))
+            let difference = firstDifference(got, expected)
+            let xruns = try #require(chain.devices.first as? JackDevice).xruns + recorder.xruns
+            if difference != nil && JackSinkTests.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
+            #expect(report.underruns == 0)
+            #expect(got.count == expected.count)
+            #expect(difference == nil, "with \(xruns) xruns")
+            return
+        }
+    }
+
+    @Test("a recording client that closes and comes back is reconnected by the sink's connect rule")
+    func reconnectsARestartedClient() throws {
+        let server = try JackTestServer.shared()
+        let name = clientName("rc")
+        let listener = "\(name)-ear"
+        let graph = try compile("""
+            name: reconnect
+            nodes:
+              tone: { type: tone, frequency: 440, duration: 30 }
+              out:  { type: jack.sink, channels: 1, connect: ["\(listener):in_1"] }
+            links: [tone -> out]
+            playback: { strategy: stream, client: \(name) }
+            """, server: server.name)
+        // The listener exists when the graph starts, so the rule connects it.
+        let first = try JackRecorder(server: server.name, clientName: listener, channels: 1, capacityFrames: server.sampleRate)
+        try first.start()
+        let live = try LiveRun(graph: graph)
+        try live.start()
+        // The run's control loop (in `wait`) is what re-applies the rules, as in `sluice run`.
+        let waiter = GraphThread(name: "wait") { _ = try? live.wait() }
+        defer {
+            live.cancel()
+            waiter.join()
+        }
+        #expect(try server.connections(of: "\(name):out_1") == ["\(listener):in_1"])
+        first.stop()
+        #expect(try server.connections(of: "\(name):out_1").isEmpty)
+        // It restarts: the port appears again and the run's control loop reconnects it.
+        let second = try JackRecorder(server: server.name, clientName: listener, channels: 1, capacityFrames: server.sampleRate)
+        try second.start()
+        defer { second.stop() }
+        var connected: [String] = []
+        for _ in 0..<200 {
+            connected = try server.connections(of: "\(name):out_1")
+            if !connected.isEmpty { break }
+            sleep(seconds: 0.01)
+        }
+        #expect(connected == ["\(listener):in_1"])
+        #expect(second.waitForFrames(4_800, timeout: .seconds(5)), "audio reaches the restarted client")
+    }
+
+    @Test("drain events carry JACK's frame time, and the heard position counts the output latency")
+    func jackTimeAndOutputLatency() throws {
+        let server = try JackTestServer.shared()
+        let graph = try compile("""
+            name: timing
+            nodes:
+              tone: { type: tone, frequency: 440, duration: 0.3 }
+              out:  { type: jack.sink, channels: 1, connect: auto }
+            links: [tone -> out]
+            playback: { strategy: stream, client: \(clientName("time")) }
+            """, server: server.name)
+        let live = try LiveRun(graph: graph)
+        var started: DrainEvent?
+        var jackTimeAtStart: UInt64 = 0
+        live.eventObserver = { event in
+            if event.kind == .started, started == nil { started = event }
+        }
+        try live.start()
+        let device = try #require(graph.devices.first as? JackDevice)
+        _ = try JackQuery.withClient(server: server.name) { client in jackTimeAtStart = UInt64(jack_frame_time(client)) }
+        let report = try live.wait()
+        let event = try #require(started)
+        // JACK time runs from the server's start; device frames from the run's.
+        #expect(event.deviceTime > UInt64(event.deviceFrame))
+        #expect(abs(Int64(bitPattern: event.deviceTime) - Int64(bitPattern: jackTimeAtStart)) < Int64(server.sampleRate))
+        // The sink is connected to the dummy backend's playback ports, whose latency JACK
+        // reports: the heard position lags the rendered one by it.
+        let latency = try #require(device.startLatency)
+        #expect(latency >= server.periodFrames)
+        #expect(report.outputLatency == Double(latency) / Double(server.sampleRate))
+        #expect(report.timeToFirstHeard == report.timeToFirstAudio.map { $0 + Double(latency) / Double(server.sampleRate) })
+    }
+}
