@@ -37,6 +37,7 @@ public final class JackClient: @unchecked Sendable {
 
     /// Opens a client named `name` on `server`. Never starts a server.
     public init(name: String, server: String?) throws(JackError) {
+        JackClient.silenceLibraryMessages()
         var status = jack_status_t(rawValue: 0)
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue)
         guard let handle = sluice_jack_client_open(name, options, &status, server) else {
@@ -80,6 +81,20 @@ public final class JackClient: @unchecked Sendable {
         return names
     }
 }
+
+extension JackClient {
+    /// libjack prints its own lines ("Cannot connect to server socket …") on standard error;
+    /// Sluice says what went wrong, and what to do, in one message of its own instead.
+    /// `SLUICE_JACK_VERBOSE=1` keeps libjack's lines, for debugging a server.
+    static func silenceLibraryMessages() {
+        guard ProcessInfoLite.environment("SLUICE_JACK_VERBOSE") == nil else { return }
+        jack_set_error_function(sluiceJackIgnoreMessage)
+        jack_set_info_function(sluiceJackIgnoreMessage)
+    }
+}
+
+/// libjack's error and info callback while silenced: drops the line.
+func sluiceJackIgnoreMessage(_ message: UnsafePointer<CChar>?) {}
 
 /// The environment without Foundation.
 enum ProcessInfoLite {

@@ -13,6 +13,16 @@ import Testing
         #expect(outcome.standardError.contains("jackd"))
     }
 
+    @Test("jack.source without a server says how to start one too, and libjack's own lines stay quiet")
+    func jackSourceWithoutAServerSaysHowToStartOne() throws {
+        let server = "sluice-absent-source-\(getpid())"
+        let outcome = try CLI.sluice(["run", "jack.source channels=1 ! fader ! jack.sink", "--server", server])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("error: node 'jack.source' (jack.source): no JACK server named '\(server)' is running. Start one:"),
+                "\(outcome.standardError)")
+        #expect(!outcome.standardError.contains("Cannot connect to server socket"), "\(outcome.standardError)")
+    }
+
     @Test func runChecksTheGraphFirst() throws {
         let outcome = try CLI.sluice(["run", "tone frequncy=440 ! jack.sink", "--server", "sluice-absent"])
         #expect(outcome.status == 1)
