@@ -19,7 +19,7 @@
  * other espeak nodes (and creating one, which checks the voice) wait until it finishes.
  *
  * Threads: the text functions and destroy run on the [control-thread], `read` on the
- * [worker-thread], the synthesis thread is the plugin's own, `cancel` and `get_counters` come
+ * [source-thread], the synthesis thread is the plugin's own, `cancel` and `get_counters` come
  * from [any-thread]. One mutex per instance guards the queue and the ring; counters and the
  * stop flags are atomics. `read` never waits for text; it waits at most READ_WAIT_NS for audio
  * of an utterance whose text is complete, so the host seldom has to poll.
@@ -448,7 +448,7 @@ static void espeak_end_text(void *instance) {
     pthread_mutex_unlock(&self->lock);
 }
 
-/* [worker-thread, lock held] What `read` returns now, without waiting. */
+/* [source-thread, lock held] What `read` returns now, without waiting. */
 static sluice_read_status_t take(espeak_provider_t *self, void *buffer, size_t capacity, size_t *written,
                                  sluice_error_t *error) {
     if (atomic_load_explicit(&self->cancelled, memory_order_acquire)) return SLUICE_READ_END;

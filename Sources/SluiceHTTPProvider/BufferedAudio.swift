@@ -61,10 +61,10 @@ struct BufferedAudio {
         if failure == nil { failure = error }
     }
 
-    /// [any] Everything still held is dropped: `read` ends.
+    /// [any-thread] Everything still held is dropped: `read` ends.
     mutating func cancel() { cancelled = true }
 
-    /// [worker] The next piece of the stream, as the provider ABI's `read` returns it.
+    /// [audio-thread] The next piece of the stream, as the provider ABI's `read` returns it.
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         if cancelled { return .end }
         let boundary = nextBoundary < boundaries.count ? boundaries[nextBoundary] : Int.max

@@ -51,7 +51,7 @@ final class CurlSession: @unchecked Sendable {
     /// libcurl's process-wide set-up, once (thread-safe since libcurl 7.84).
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    /// [any] Ends the transfer thread's current wait at once.
+    /// [any-thread] Ends the transfer thread's current wait at once.
     func wakeUp() { curl_multi_wakeup(multi) }
 
     /// [transfer] Waits up to `seconds` or until `wakeUp`.

@@ -23,7 +23,7 @@ public struct JackError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// A client of a JACK server: opened without starting a server, closed on deinit.
 ///
-/// Threading: [control] for everything here. The process, xrun and shutdown callbacks are
+/// Threading: [control-thread] for everything here. The process, xrun and shutdown callbacks are
 /// registered by the sink that owns the client.
 public final class JackClient: @unchecked Sendable {
     // SAFETY: a jack_client_t* owned by this object from open to close.

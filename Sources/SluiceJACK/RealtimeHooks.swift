@@ -11,7 +11,7 @@ public struct JackRealtimeHooks: Sendable {
         self.exit = exit
     }
 
-    /// [control] The hooks sinks made from now on install. Set before a graph is prepared;
+    /// [control-thread] The hooks sinks made from now on install. Set before a graph is prepared;
     /// each engine copies them when it is made, so the callback never reads this global.
     nonisolated(unsafe) public static var installed: JackRealtimeHooks?
 }

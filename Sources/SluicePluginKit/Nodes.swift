@@ -60,7 +60,7 @@ public protocol Provider: AnyObject, Sendable {
     func endUtterance() throws(PluginError)
     /// [control-thread] No further utterance will begin.
     func endText()
-    /// [worker-thread] Fills (part of) `buffer`; should not block for long.
+    /// [source-thread] Fills (part of) `buffer`; should not block for long.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult
     /// [any-thread] Stop soon: later reads return `.end`.
     func cancel()

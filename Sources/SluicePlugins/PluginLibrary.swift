@@ -159,7 +159,7 @@ public final class PluginLibrary: @unchecked Sendable {
         }
     }
 
-    /// [control] Creates an instance of `type` and wraps it as a graph node.
+    /// [control-thread] Creates an instance of `type` and wraps it as a graph node.
     func makeNode(_ type: PluginNodeType, _ parameters: NodeParameters) throws -> any Node {
         // SAFETY: `readTypes` checked both create functions are non-NULL; `type.raw` and the
         // factory stay valid while `self` lives; the values passed live for the call only,

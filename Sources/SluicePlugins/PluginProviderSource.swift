@@ -7,9 +7,9 @@ import Synchronization
 /// looked up by the utterance's text; which provider and settings made it is the cache's own
 /// business.
 public protocol UtteranceAudioCache: Sendable {
-    /// [control] The stored audio of `text` in `format`, or nil when there is none.
+    /// [control-thread] The stored audio of `text` in `format`, or nil when there is none.
     func audio(for text: String, format: PCMFormat) -> [UInt8]?
-    /// [source] Keeps the audio the provider synthesised for `text`.
+    /// [source-thread] Keeps the audio the provider synthesised for `text`.
     func store(_ audio: [UInt8], for text: String, format: PCMFormat)
 }
 
@@ -135,17 +135,17 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     // MARK: Text
 
-    /// [control] Keeps and replays whole utterances' audio through `cache`. Set before any text.
+    /// [control-thread] Keeps and replays whole utterances' audio through `cache`. Set before any text.
     public func useCache(_ cache: (any UtteranceAudioCache)?) {
         plan.withLock { $0.cache = cache }
     }
 
-    /// [control] One whole utterance, placed after the text received so far.
+    /// [control-thread] One whole utterance, placed after the text received so far.
     public func receive(text: String) {
         receive(text: text, at: plan.withLock { $0.nextOffset })
     }
 
-    /// [control] One whole utterance whose text starts at UTF-8 byte `offset` of the whole text.
+    /// [control-thread] One whole utterance whose text starts at UTF-8 byte `offset` of the whole text.
     public func receive(text: String, at offset: Int) {
         let cached = plan.withLock { plan -> Bool in
             var planned = PlannedUtterance(start: offset, end: offset + text.utf8.count, complete: true)
@@ -164,13 +164,13 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
     }
 
-    /// [control] Starts an utterance whose text follows in `push(text:)` calls, placed after
+    /// [control-thread] Starts an utterance whose text follows in `push(text:)` calls, placed after
     /// the text received so far.
     public func beginUtterance() {
         beginUtterance(at: plan.withLock { $0.nextOffset })
     }
 
-    /// [control] Starts an utterance whose text starts at UTF-8 byte `offset` of the whole
+    /// [control-thread] Starts an utterance whose text starts at UTF-8 byte `offset` of the whole
     /// text and follows in `push(text:)` calls. Not cached: its text is not known in advance.
     public func beginUtterance(at offset: Int) {
         plan.withLock { plan in
@@ -180,7 +180,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         textCall { instance, error in vtable.pointee.begin_utterance!(instance, error) }
     }
 
-    /// [control] Appends text (a token, a word) to the current utterance.
+    /// [control-thread] Appends text (a token, a word) to the current utterance.
     public func push(text: String) {
         push(text, growingSpan: true)
     }
@@ -204,7 +204,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         }
     }
 
-    /// [control] The current utterance's text is complete.
+    /// [control-thread] The current utterance's text is complete.
     public func endUtterance() {
         plan.withLock { plan in
             guard !plan.utterances.isEmpty else { return }
@@ -360,7 +360,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     // MARK: Counters
 
-    /// [any] The plugin's counters (`get_counters`), by name; empty when it keeps none.
+    /// [any-thread] The plugin's counters (`get_counters`), by name; empty when it keeps none.
     public func counters() -> [String: Int] {
         guard let getCounters = vtable.pointee.get_counters else { return [:] }
         var capacity: UInt32 = 16

@@ -16,16 +16,16 @@ struct PlaybackObservation {
 protocol SpeechPlayback: AnyObject, Sendable {
     /// The first sink's rate.
     var sampleRate: Int { get }
-    /// [control] Sets the observers: each drain event of the first sink, and every few
+    /// [control-thread] Sets the observers: each drain event of the first sink, and every few
     /// milliseconds a look at the buffers. Both are called on the thread in `wait`.
     func observe(events: @escaping (DrainEvent) -> Void, ticks: @escaping (PlaybackObservation) -> Void)
-    /// [control] Starts playing (opens the device or the file).
+    /// [control-thread] Starts playing (opens the device or the file).
     func start() throws(SpeechError)
     /// Plays to the end (or the cancel) and returns the run's report.
     func wait() throws -> RunReport
-    /// [any] Fades out and ends the run.
+    /// [any-thread] Fades out and ends the run.
     func cancel()
-    /// [any] Monotonic wall seconds when the first sample left the device callback (live only).
+    /// [any-thread] Monotonic wall seconds when the first sample left the device callback (live only).
     var firstAudioWallTime: Double? { get }
 }
 

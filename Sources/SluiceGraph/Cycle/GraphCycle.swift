@@ -41,6 +41,9 @@ public final class GraphCycle: @unchecked Sendable {
     private let overrunCount = Atomic<Int>(0)
     private let periodCount = Atomic<Int>(0)
 
+    /// Debug builds: `process` runs on one thread at a time, and control functions never on it.
+    let threadCheck = ThreadTagCheck("GraphCycle.process")
+
     /// Each playback's underrun count at the last period, to see a new one.
     private let seenUnderruns: UnsafeMutablePointer<Int>
 
@@ -61,12 +64,14 @@ public final class GraphCycle: @unchecked Sendable {
 
     /// [control-thread] The index of the device source `node` (its `ObjectIdentifier`), or nil.
     public func captureIndex(of node: ObjectIdentifier) -> Int? {
-        captures.firstIndex { ObjectIdentifier($0.node) == node }
+        threadCheck.assertNotInside()
+        return captures.firstIndex { ObjectIdentifier($0.node) == node }
     }
 
     /// [control-thread] The index of the device sink `node` (its `ObjectIdentifier`), or nil.
     public func playbackIndex(of node: ObjectIdentifier) -> Int? {
-        playbacks.firstIndex { ObjectIdentifier($0.node) == node }
+        threadCheck.assertNotInside()
+        return playbacks.firstIndex { ObjectIdentifier($0.node) == node }
     }
 
     /// [control-thread] Rehearses every processor in the cycle on scratch buffers and resets
@@ -74,6 +79,7 @@ public final class GraphCycle: @unchecked Sendable {
     /// sets up on a code path's first use (generic metadata, under a lock) is set up here,
     /// before a device's real-time thread calls `process`. Call it before the sources start.
     public func warmUp(blockFrames: Int) {
+        threadCheck.assertNotInside()
         for index in processors.indices { processors[index].rehearse(blockFrames: blockFrames) }
         for index in processors.indices { _ = processors[index].step() }
     }
@@ -132,6 +138,8 @@ public final class GraphCycle: @unchecked Sendable {
     /// [audio-thread] Runs every processor in the cycle until nothing moves (at most a few
     /// rounds: each processor takes all its input in one step unless its output is full).
     public func process() {
+        threadCheck.enter()
+        defer { threadCheck.exit() }
         periodCount.add(1, ordering: .relaxed)
         // A sink ran dry in the last period while its stream goes on (the next sentence has
         // not arrived): the processors release what they hold back, so what was received

@@ -5,7 +5,7 @@ import SluiceAudio
 /// ends — once, with its last input. An input that has ended is read as silence by the node.
 ///
 /// Allocates in `init` (call it from `prepare`); nothing afterwards.
-/// Threading: [worker-thread] once made.
+/// Threading: [source-thread] once made.
 public final class LockstepInputs {
     public let count: Int
     // SAFETY: `count` flags, allocated in init and freed in deinit only.

@@ -1,10 +1,16 @@
 import SluiceAudio
 
-// Thread tags used on every requirement below, as the CLAP headers tag theirs:
-//   [control]  the thread that builds, starts and stops the graph
-//   [worker]   the graph worker thread (processors) — never allocates after `prepare`
-//   [source]   the source's own thread (or the offline driver's)
-//   [any]      any thread
+// Thread tags, one vocabulary for the Swift modules, the C plugin headers (common.h defines
+// the same words) and the plugins, as the CLAP headers tag theirs:
+//   [control-thread]       builds, starts and stops the graph; may allocate, block, do I/O
+//   [audio-thread]         runs processors' process/receive/drain and the sinks' playheads:
+//                          the JACK process callback for nodes in the cycle, the graph's
+//                          worker for nodes before the boundary, the offline driver's thread
+//                          offline. Real-time rules on all three (docs/realtime-rules.md)
+//   [source-thread]        a source's own thread (or the offline driver's); may block on I/O
+//   [notification-thread]  JACK's non-real-time callbacks (xrun, shutdown, latency, ports)
+//   [any-thread]           any thread, concurrently with the others: atomics only
+// `GraphThreadCheck` asserts the real-time ones in debug builds.
 
 /// A node in a graph. Implement `ProcessorNode`, `SourceNode` or `SinkNode`; this protocol
 /// holds what they share.
@@ -13,30 +19,30 @@ import SluiceAudio
 /// (`outputFormats`) → `prepare` (the only place that allocates) → `process`/`receive` many
 /// times → `reset` (optional, back to a fresh stream) → `deactivate`.
 public protocol Node: AnyObject {
-    /// [control] The format leaving each output, given the format arriving on each input.
+    /// [control-thread] The format leaving each output, given the format arriving on each input.
     /// Throw a `FormatMismatch` naming the input and what it needed; the graph names the link
     /// and the node to insert.
     func outputFormats(
         for inputs: [StreamFormat], context: FormatContext
     ) throws(FormatMismatch) -> [StreamFormat]
 
-    /// [control] Allocates everything processing needs. Called once formats are known.
+    /// [control-thread] Allocates everything processing needs. Called once formats are known.
     func prepare(_ context: PrepareContext) throws
 
-    /// [worker] Takes a marker its input `port` has reached, acts on it, and emits it (or what
+    /// [audio-thread] Takes a marker its input `port` has reached, acts on it, and emits it (or what
     /// it becomes) restamped to its own output positions with `io.emit`.
     func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO)
 
-    /// [control] Forgets the stream: held audio, counters, positions. Formats stay.
+    /// [control-thread] Forgets the stream: held audio, counters, positions. Formats stay.
     func reset()
 
-    /// [control] Releases what `prepare` allocated.
+    /// [control-thread] Releases what `prepare` allocated.
     func deactivate()
 
-    /// [control] Adds the node's counters to a run's report (dropped partial frames, …).
+    /// [control-thread] Adds the node's counters to a run's report (dropped partial frames, …).
     func report(into report: inout NodeReport)
 
-    /// [control] Frames, at the node's output rate, by which its output lags its input once
+    /// [control-thread] Frames, at the node's output rate, by which its output lags its input once
     /// prepared: what it holds back to look ahead (the fader's fade length, the crossfader's
     /// tail, a resampler's filter and staging). The runtime adds these along each path through
     /// the JACK cycle, for the latency it reports to JACK and for the silence a sink fed in
@@ -59,13 +65,13 @@ extension Node {
 
 /// A node that moves audio from inputs to outputs on the graph worker thread.
 public protocol ProcessorNode: Node {
-    /// [worker] Moves as much audio as the views in `io` allow: read inputs, write outputs,
+    /// [audio-thread] Moves as much audio as the views in `io` allow: read inputs, write outputs,
     /// then `io.consume` and `io.produce` what was used. Input left unconsumed is offered
     /// again. Called with empty inputs too, so a node can release what it holds (a
     /// resampler's tail after the end of the stream). Never allocates, locks or blocks.
     func process(_ io: inout ProcessIO)
 
-    /// [worker] The sink has run dry and nothing is waiting upstream: release audio held
+    /// [audio-thread] The sink has run dry and nothing is waiting upstream: release audio held
     /// back waiting for more input (the crossfader's tail, the fader's look-ahead — which it
     /// fades out), so what was received plays. The default does nothing.
     func drain(_ io: inout ProcessIO)
@@ -77,17 +83,17 @@ extension ProcessorNode {
 
 /// A node that produces audio on its own thread: a provider, a file, a test signal.
 public protocol SourceNode: Node {
-    /// [source] Writes into output 0 what is ready, up to the room `io` offers. May block on
+    /// [source-thread] Writes into output 0 what is ready, up to the room `io` offers. May block on
     /// I/O, but must return soon after `cancel()`.
     ///
     /// - Parameter time: seconds on the graph's clock (the sink's device time; virtual time
     ///   offline). A source that paces itself returns `.waiting(until:)`.
     func produce(_ io: inout ProcessIO, at time: Double) -> SourceStatus
 
-    /// [any] Asks a blocked or future `produce` to return `.finished` soon.
+    /// [any-thread] Asks a blocked or future `produce` to return `.finished` soon.
     func cancel()
 
-    /// [control] Seconds of audio the whole stream will hold, when the source knows (a file, a
+    /// [control-thread] Seconds of audio the whole stream will hold, when the source knows (a file, a
     /// tone's duration); the `auto` playback strategy sizes its watermark from it.
     var expectedDuration: Double? { get }
 }
@@ -125,14 +131,14 @@ public struct SourceFailure: Error, Sendable, Hashable, CustomStringConvertible 
 
 /// A source fed with text: `--text`, `--text-file` and standard input go to these.
 public protocol TextDrivenSource: SourceNode {
-    /// [control] Queues a piece of text (a token, a sentence). Thread-safe against `produce`.
+    /// [control-thread] Queues a piece of text (a token, a sentence). Thread-safe against `produce`.
     func receive(text: String)
-    /// [control] Queues one utterance whose text starts at UTF-8 byte `offset` of the whole
+    /// [control-thread] Queues one utterance whose text starts at UTF-8 byte `offset` of the whole
     /// text the stream speaks, so the `textSpan` markers the source emits locate it in that
     /// text (a speech controller maps what was heard back to it). Defaults to
     /// `receive(text:)`, for sources that emit no spans.
     func receive(text: String, at offset: Int)
-    /// [control] No more text will come; the source finishes once it has spoken the rest.
+    /// [control-thread] No more text will come; the source finishes once it has spoken the rest.
     func finishText()
 }
 
@@ -143,44 +149,44 @@ extension TextDrivenSource {
 /// A text-driven source that takes an utterance piece by piece: `beginUtterance(at:)`, any
 /// number of `push(text:)`, `endUtterance()`.
 public protocol IncrementalTextSource: TextDrivenSource {
-    /// [control] Whether speech can begin before an utterance's text is complete. When false
+    /// [control-thread] Whether speech can begin before an utterance's text is complete. When false
     /// the source needs whole utterances, and a controller hands it sentences once each is
     /// complete instead of every token as it arrives.
     var acceptsIncrementalText: Bool { get }
-    /// [control] Starts an utterance whose text starts at UTF-8 byte `offset` of the whole text.
+    /// [control-thread] Starts an utterance whose text starts at UTF-8 byte `offset` of the whole text.
     func beginUtterance(at offset: Int)
-    /// [control] Appends text (a token, a word) to the current utterance.
+    /// [control-thread] Appends text (a token, a word) to the current utterance.
     func push(text: String)
-    /// [control] The current utterance's text is complete.
+    /// [control-thread] The current utterance's text is complete.
     func endUtterance()
 }
 
 /// A node that ends the graph and plays what arrives, through a `Playhead`.
 public protocol SinkNode: Node {
-    /// [control] The rate this sink plays at, which `auto` rates upstream follow; nil when it
+    /// [control-thread] The rate this sink plays at, which `auto` rates upstream follow; nil when it
     /// takes its input's rate.
     var decidedRate: Int? { get }
 
-    /// [control] The rate this sink plays at in a live run (`live`) or an offline one: a
+    /// [control-thread] The rate this sink plays at in a live run (`live`) or an offline one: a
     /// device sink asks its device only when live. Defaults to `decidedRate`.
     func decidedRate(live: Bool) -> Int?
 
-    /// [control] Why the sink's device stopped (its server went away), or nil. A live run
+    /// [control-thread] Why the sink's device stopped (its server went away), or nil. A live run
     /// polls this and ends with the error instead of waiting for a device that is gone.
     var deviceFailure: (any Error)? { get }
 
-    /// [control] Live runs: starts whatever pulls audio from `playhead` (a device callback,
+    /// [control-thread] Live runs: starts whatever pulls audio from `playhead` (a device callback,
     /// a clock thread). Returns at once.
     func start(_ playhead: Playhead) throws
 
-    /// [control] Stops pulling; returns once `playhead` is no longer called.
+    /// [control-thread] Stops pulling; returns once `playhead` is no longer called.
     func stop()
 
-    /// [source] Interleaved audio the playhead rendered, at the sink's format. Offline
+    /// [source-thread] Interleaved audio the playhead rendered, at the sink's format. Offline
     /// drivers and clock threads call this; file sinks write it.
     func write(_ samples: UnsafeBufferPointer<Float>) throws
 
-    /// [control] The stream has played out (or was cancelled): close files, flush.
+    /// [control-thread] The stream has played out (or was cancelled): close files, flush.
     func finish() throws
 }
 

@@ -1,7 +1,7 @@
 /// A node type: its descriptor and the factory that creates a node from checked parameters.
 public struct NodeType: Sendable {
     public var descriptor: NodeDescriptor
-    /// [control] Creates a node. Throw `NodeCreationError` with a sentence a user can act on
+    /// [control-thread] Creates a node. Throw `NodeCreationError` with a sentence a user can act on
     /// ("cannot open 'voice.wav': no such file"); the graph reports it at the node's line.
     public var make: @Sendable (NodeParameters) throws -> any Node
 

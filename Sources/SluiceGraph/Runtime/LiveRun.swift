@@ -67,7 +67,7 @@ public final class LiveRun: @unchecked Sendable {
         }
     }
 
-    /// [any] Fades out, stops the sources and ends the run.
+    /// [any-thread] Fades out, stops the sources and ends the run.
     public func cancel() {
         cancelRequested.store(true, ordering: .releasing)
         controlWake.post()

@@ -56,7 +56,7 @@ public final class OfflineRenderer: @unchecked Sendable {
         self.graph = graph
     }
 
-    /// [any] Fades out and ends the render at the next tick.
+    /// [any-thread] Fades out and ends the render at the next tick.
     public func cancel() {
         cancelRequested.store(true, ordering: .releasing)
     }

@@ -66,6 +66,9 @@ public final class Playhead: @unchecked Sendable {
     private var framesSinceWake = 0
     private let wakeQuantum: Int
 
+    /// Debug builds: `render` runs on one thread at a time.
+    private let renderCheck = ThreadTagCheck("Playhead.render")
+
     /// Markers the playhead holds while it waits to reach their positions.
     static let heldMarkerCapacity = 256
 
@@ -159,6 +162,8 @@ public final class Playhead: @unchecked Sendable {
     /// - Returns: whether the stream has finished (played out or cancelled).
     @discardableResult
     public func render(into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64? = nil) -> Bool {
+        renderCheck.enter()
+        defer { renderCheck.exit() }
         let deviceStart = deviceFramesValue.load(ordering: .relaxed)
         periodDeviceStart = deviceStart
         periodDeviceTime = deviceTime ?? UInt64(deviceStart)

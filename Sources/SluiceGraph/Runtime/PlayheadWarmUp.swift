@@ -1,7 +1,7 @@
 import SluiceAudio
 
 extension Playhead {
-    /// [control] Runs every path of `render` once — playing, markers, an underrun, re-arming,
+    /// [control-thread] Runs every path of `render` once — playing, markers, an underrun, re-arming,
     /// the end of a stream and a cancel — on a throwaway playhead, so that the allocations
     /// some paths make on their first use in a process (Swift runtime metadata) happen here
     /// and not on a device's real-time thread. Call it before a device starts calling

@@ -17,7 +17,7 @@ public final class WakeSignal: @unchecked Sendable {
         semaphore.deallocate()
     }
 
-    /// [any] Wakes one sleeper (or the next one to sleep).
+    /// [any-thread] Wakes one sleeper (or the next one to sleep).
     @inline(__always)
     public func post() {
         sem_post(semaphore)

@@ -56,7 +56,7 @@ public final class NullSink: SinkNode {
 
     public var decidedRate: Int? { rate }
 
-    /// [any] Frames written (and dropped) since the node was prepared.
+    /// [any-thread] Frames written (and dropped) since the node was prepared.
     public var framesWritten: Int { framesDiscarded.load(ordering: .relaxed) }
 
     /// How the clock thread paces itself in live runs.

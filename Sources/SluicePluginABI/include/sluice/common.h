@@ -36,19 +36,23 @@
  * Thread and state tags
  * ---------------------
  * Every function in these headers carries one tag saying which thread may call it, and in
- * which state. They are defined here, once.
+ * which state. They are defined here, once, and the Swift modules use the same words
+ * (SluiceGraph's Node.swift).
  *
  * [control-thread]  The host thread that loads plugins, creates, activates, deactivates and
  *                   destroys instances, and hands a provider its text. Calls on one instance
  *                   are never concurrent with each other. May allocate, block and do I/O.
- * [worker-thread]   A non-real-time thread the host runs one instance's work on: for a
- *                   provider, its source thread, which calls `read`. One thread at a time per
+ * [source-thread]   A non-real-time thread the host runs one instance's work on: for a
+ *                   provider, its source thread, which calls `read` (this tag was
+ *                   [worker-thread] before; the words changed, not the rules). One thread at a time per
  *                   instance, but it may run concurrently with that instance's
  *                   [control-thread] calls where a function says so. May allocate; should not
  *                   block for long (return "would block" instead).
- * [audio-thread]    A real-time thread: the graph worker today, a device's process callback
- *                   tomorrow. No allocation or free, no locks, no waiting, no I/O, no logging,
- *                   nothing whose time is unbounded. A processor's `process` runs here.
+ * [audio-thread]    Real-time rules: the JACK process callback for a processor placed in the
+ *                   cycle, the graph's worker thread for one before the boundary, the offline
+ *                   driver's thread offline (docs/architecture.md). No allocation or free, no
+ *                   locks, no waiting, no I/O, no logging, nothing whose time is unbounded. A
+ *                   processor's `process` runs here.
  * [any-thread]      Any thread, concurrently with any other call on the same instance
  *                   (`cancel`). Must be safe for that: set an atomic flag, nothing more.
  *

@@ -13,7 +13,7 @@
  * message. Utterances come out in the order they were begun.
  *
  * Concurrency: the text functions run on the [control-thread] while `read` runs on the
- * [worker-thread]; the provider synchronises the two (a mutex or a queue of its own). `cancel`
+ * [source-thread]; the provider synchronises the two (a mutex or a queue of its own). `cancel`
  * may come from any thread at any time.
  */
 #ifndef SLUICE_PROVIDER_H
@@ -61,7 +61,7 @@ typedef struct sluice_provider_vtable {
      * returns SLUICE_READ_END. Concurrent with `read`. */
     void (*end_text)(void *instance);
 
-    /* [worker-thread] Writes at most `capacity` bytes (the host's buffer, valid during the
+    /* [source-thread] Writes at most `capacity` bytes (the host's buffer, valid during the
      * call) and sets `*written` to how many; returns SLUICE_READ_*. Data may end anywhere,
      * even inside a frame. On SLUICE_READ_ERROR fills `error`. Should not block for long:
      * return SLUICE_READ_WOULD_BLOCK, and the host calls again within a few milliseconds and
