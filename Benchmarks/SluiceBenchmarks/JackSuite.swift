@@ -55,24 +55,34 @@ enum JackSuite {
         let speech = writeSpeech(seconds: seconds + 1, to: "\(folder)/speech-long.s16")
         let speechGraph = writeGraph(
             "\(folder)/speech-chain.yaml", input: speech, client: "bench-speech", strategy: "buffered")
+        // The same chain with its processors inside the JACK callback (playback.boundary).
+        let cycleGraph = writeGraph(
+            "\(folder)/speech-cycle.yaml", input: speech, client: "bench-speech-cycle", strategy: "buffered", boundary: "source")
         let durationText = String(format: "%.3f", seconds)
-        note("callback durations: \(Int(seconds)) s of a plain copy, the speech chain and the C client, all at once")
+        note("callback durations: \(Int(seconds)) s of a plain copy, the speech chain (boundary: sink and source) and the C client, all at once")
         let plain = tools.sluice(
             ["launch", "tone frequency=440 amplitude=0.25 duration=\(durationText) ! jack.sink client=bench-copy connect=none",
              "--server", server.name, "--stats", "json"],
             output: "\(folder)/plain.json")
         let chain = tools.sluice(
             ["run", speechGraph, "--server", server.name, "--stats", "json"], output: "\(folder)/chain.json")
+        let cycleChain = tools.sluice(
+            ["run", cycleGraph, "--server", server.name, "--stats", "json"], output: "\(folder)/cycle.json")
         let reference = ChildProcess.start(
             [tools.copyClient, "--server", server.name, "--client", "bench-c-copy", "--seconds", durationText],
             streams: .init(outputPath: "\(folder)/c.json"))
         plain.expectExit()
         reference.expectExit()
         chain.signal(SIGINT)  // its file holds a little more than `seconds`; the rest is not needed
+        cycleChain.signal(SIGINT)
         _ = chain.wait()
+        _ = cycleChain.wait()
 
         let c = CallbackStats(jsonFile: "\(folder)/c.json")
-        for (metric, file) in [("callback-plain-copy", "plain.json"), ("callback-speech-chain", "chain.json")] {
+        for (metric, file) in [
+            ("callback-plain-copy", "plain.json"), ("callback-speech-chain", "chain.json"),
+            ("callback-speech-chain-in-cycle", "cycle.json"),
+        ] {
             let sluice = CallbackStats(jsonFile: "\(folder)/\(file)")
             Figure(
                 bench: "jack", metric: "\(metric) p99", sluice: sluice.p99, reference: c.p99, unit: "µs (lower is better)",
@@ -91,41 +101,50 @@ enum JackSuite {
     // MARK: Pipeline latency
 
     static func pipelineLatency(tools: Tools, server: BenchServer, folder: String, runs: Int) {
-        let graph = writeGraph("\(folder)/latency.yaml", input: "-", client: "bench-latency", strategy: "stream")
+        let graphs = [
+            ("sink", writeGraph("\(folder)/latency.yaml", input: "-", client: "bench-latency", strategy: "stream")),
+            ("source", writeGraph("\(folder)/latency-cycle.yaml", input: "-", client: "bench-latency-cycle", strategy: "stream", boundary: "source")),
+        ]
         guard let utterance = FileManager.default.contents(atPath: speechFixturePath) else {
             fail("cannot read \(speechFixturePath) (run from the repository root)")
         }
-        var latencies: [Double] = []
+        var latencies: [String: [Double]] = [:]
         for run in 1...runs {
-            // Close-on-exec, so the child holds only its stdin end and sees end-of-file.
-            var ends: [Int32] = [0, 0]
-            guard pipe(&ends) == 0 else { fail("pipe: \(String(cString: strerror(errno)))") }
-            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-            let output = "\(folder)/latency-\(run).json"
-            let child = tools.sluice(["run", graph, "--server", server.name, "--stats", "json"], output: output, input: ends[0])
-            close(ends[0])
-            // The client is up long before this; the first bytes arrive into a running graph.
-            usleep(400_000)
-            utterance.withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = write(ends[1], bytes.baseAddress! + offset, bytes.count - offset)
-                    if written <= 0 { fail("writing to sluice's stdin: \(String(cString: strerror(errno)))") }
-                    offset += written
+            for (boundary, graph) in graphs {
+                // Close-on-exec, so the child holds only its stdin end and sees end-of-file.
+                var ends: [Int32] = [0, 0]
+                guard pipe(&ends) == 0 else { fail("pipe: \(String(cString: strerror(errno)))") }
+                for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+                let output = "\(folder)/latency-\(boundary)-\(run).json"
+                let child = tools.sluice(["run", graph, "--server", server.name, "--stats", "json"], output: output, input: ends[0])
+                close(ends[0])
+                // The client is up long before this; the first bytes arrive into a running graph.
+                usleep(400_000)
+                utterance.withUnsafeBytes { bytes in
+                    var offset = 0
+                    while offset < bytes.count {
+                        let written = write(ends[1], bytes.baseAddress! + offset, bytes.count - offset)
+                        if written <= 0 { fail("writing to sluice's stdin: \(String(cString: strerror(errno)))") }
+                        offset += written
+                    }
                 }
+                close(ends[1])
+                child.expectExit()
+                guard let latency = StatsFile(output).number("pipelineLatency") else { fail("\(output) has no pipelineLatency") }
+                latencies[boundary, default: []].append(latency * 1_000)
             }
-            close(ends[1])
-            child.expectExit()
-            guard let latency = StatsFile(output).number("pipelineLatency") else { fail("\(output) has no pipelineLatency") }
-            latencies.append(latency * 1_000)
         }
-        note("pipeline latency runs (ms): \(latencies.map { String(format: "%.3f", $0) }.joined(separator: ", "))")
-        Figure(
-            bench: "jack", metric: "pipeline-latency", sluice: median(latencies), reference: periodMilliseconds,
-            unit: "ms (lower is better)", referenceName: "one JACK period (256 frames at 48 kHz)", runs: runs,
-            goal: String(format: "sluice <= %.3f ms (a period + 1 ms)", periodMilliseconds + 1),
-            extras: [("sluice_max", latencies.max()!), ("sluice_min", latencies.min()!)]
-        ).emit()
+        for (boundary, _) in graphs {
+            let values = latencies[boundary]!
+            note("pipeline latency runs, boundary: \(boundary) (ms): \(values.map { String(format: "%.3f", $0) }.joined(separator: ", "))")
+            Figure(
+                bench: "jack", metric: boundary == "sink" ? "pipeline-latency" : "pipeline-latency-boundary-source",
+                sluice: median(values), reference: periodMilliseconds,
+                unit: "ms (lower is better)", referenceName: "one JACK period (256 frames at 48 kHz)", runs: runs,
+                goal: String(format: "sluice <= %.3f ms (a period + 1 ms)", periodMilliseconds + 1),
+                extras: [("sluice_max", values.max()!), ("sluice_min", values.min()!)]
+            ).emit()
+        }
     }
 
     // MARK: Launch to first audio
@@ -189,7 +208,7 @@ enum JackSuite {
     }
 
     /// The speech chain as `scripts/speak` plays it, mono, from `input` (a path or `-`).
-    static func writeGraph(_ path: String, input: String, client: String, strategy: String) -> String {
+    static func writeGraph(_ path: String, input: String, client: String, strategy: String, boundary: String = "sink") -> String {
         let watermark = strategy == "stream" ? "0" : "0.5"
         let text = """
             nodes:
@@ -201,7 +220,7 @@ enum JackSuite {
               out:      { type: jack.sink, client: \(client), connect: none }
             links:
               - voice -> align -> resample -> xfade -> fade -> out
-            playback: { strategy: \(strategy), watermark: \(watermark) }
+            playback: { strategy: \(strategy), watermark: \(watermark), boundary: \(boundary) }
 
             """
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else { fail("cannot write \(path)") }

@@ -8,6 +8,7 @@ struct CheckCommandTests {
 
     /// What `check` says of each shipped graph: its nodes and links.
     static let shippedGraphs: [String: (nodes: Int, links: Int)] = [
+        "live-gain.yaml": (3, 2),
         "mix.yaml": (7, 6),
         "morse.yaml": (3, 2),
         "record-and-listen.yaml": (5, 4),
@@ -34,6 +35,21 @@ struct CheckCommandTests {
             #expect(outcome.standardOutput.wholeMatch(of: /graphs\/[^:]+: ok \(\d+ nodes, \d+ links\)\n/) != nil,
                     "\(outcome.standardOutput)")
         }
+    }
+
+    @Test("--verbose lists where each node runs live: the speech chain on the worker, a live chain in the JACK cycle")
+    func verboseShowsPlacement() throws {
+        let speech = try CLI.sluice(["check", "--verbose", "graphs/speak.yaml"])
+        #expect(speech.status == 0, "\(speech.standardError)")
+        let lines = speech.standardOutput.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        let placement = Dictionary(uniqueKeysWithValues: lines.dropFirst().map { ($0[0], $0[1]) })
+        #expect(placement == [
+            "voice": "source-thread", "align": "worker", "resample": "worker", "xfade": "worker",
+            "fade": "worker", "stereo": "worker", "out": "jack-cycle",
+        ])
+        let live = try CLI.sluice(["check", "-v", "graphs/live-gain.yaml"])
+        #expect(live.status == 0, "\(live.standardError)")
+        #expect(live.standardOutput.split(separator: "\n").dropFirst().allSatisfy { $0.contains(" jack-cycle ") }, "\(live.standardOutput)")
     }
 
     /// Writes `yaml` as `name` in the temporary folder and checks it from there, so messages

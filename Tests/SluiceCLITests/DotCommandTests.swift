@@ -75,6 +75,21 @@ struct DotCommandTests {
             """#)
     }
 
+    @Test("the nodes that run in the JACK cycle share a dashed cluster")
+    func cycleCluster() throws {
+        let outcome = try CLI.sluice(["dot", "graphs/live-gain.yaml"])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let cluster = [
+            "  subgraph \"cluster_cycle\" {",
+            "    label=\"JACK cycle\"; style=dashed; fontname=\"monospace\";",
+            "    \"in\" [label=\"in\\njack.source\"];",
+            "    \"gain\" [label=\"gain\\nfader\"];",
+            "    \"out\" [label=\"out\\njack.sink\"];",
+            "  }",
+        ].joined(separator: "\n")
+        #expect(outcome.standardOutput.contains(cluster), "\(outcome.standardOutput)")
+    }
+
     @Test("a broken graph prints its errors, not DOT, and exits 1")
     func brokenGraph() throws {
         let outcome = try CLI.sluice(["dot", "tone ! fadr ! null.sink"])
