@@ -160,6 +160,20 @@ let package = Package(
             path: "Benchmarks/JackCopyClient",
             linkerSettings: [.linkedLibrary("m"), .linkedLibrary("pthread")]
         ),
+        // A C pass-through client: the reference for a live chain's latency and callback cost.
+        .executableTarget(
+            name: "jack-passthrough",
+            dependencies: ["CJack"],
+            path: "Benchmarks/JackPassThrough"
+        ),
+        // Two C clients that send impulses and time them: the delay a JACK client or chain adds
+        // (LiveChainTests, `scripts/bench jack`).
+        .executableTarget(
+            name: "jack-impulse-probe",
+            dependencies: ["CJack"],
+            path: "Benchmarks/JackImpulseProbe",
+            linkerSettings: [.linkedLibrary("m")]
+        ),
 
         // MARK: Test support
         .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),

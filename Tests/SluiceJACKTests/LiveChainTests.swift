@@ -225,3 +225,84 @@ import Testing
         #expect(report.timeToFirstHeard == report.timeToFirstAudio.map { $0 + Double(latency) / Double(server.sampleRate) })
     }
 }
+
+/// The delay a live chain adds, measured from outside by two C clients (`jack-impulse-probe`):
+/// equal to the clients wired directly (0 frames) for `jack.source -> fader (length: 0) ->
+/// jack.sink`, and exactly the declared latency for a fader that looks ahead, which the
+/// latency callback reports too.
+extension LiveChainTests {
+    /// Runs `chain` (YAML, its client named `name`) and measures it with the probe.
+    func measure(_ yaml: String, name: String, server: JackTestServer) throws -> (ImpulseProbe.Report, CompiledGraph, LiveRun) {
+        let graph = try compile(yaml, server: server.name)
+        let live = try LiveRun(graph: graph)
+        try live.start()
+        let report = try ImpulseProbe.run(
+            server: server.name, sendTo: "\(name):in_1", receiveFrom: "\(name):out_1", seconds: 1.5, prefix: "\(name)-probe")
+        return (report, graph, live)
+    }
+
+    static func chain(_ name: String, faderLength: Int) -> String {
+        """
+        name: chain
+        nodes:
+          in:   { type: jack.source, channels: 1, connect: none }
+          gain: { type: fader, length: \(faderLength) }
+          out:  { type: jack.sink, channels: 1, connect: none }
+        links: [in -> gain -> out]
+        playback: { strategy: stream, client: \(name) }
+        """
+    }
+
+    @Test("jack.source -> fader (length: 0) -> jack.sink adds 0 frames, as the clients wired directly see")
+    func liveChainAddsNoLatency() throws {
+        let server = try JackTestServer.shared()
+        let direct = try ImpulseProbe.runDirect(server: server.name, prefix: clientName("direct"))
+        #expect(direct.received > 0 && Set(direct.delays) == [0], "direct: \(direct.delays)")
+        for attempt in 1...JackSinkTests.attempts(on: server) {
+            let name = clientName("zero")
+            let (report, _, live) = try measure(Self.chain(name, faderLength: 0), name: name, server: server)
+            live.cancel()
+            _ = try live.wait()
+            // Under PipeWire a new link may carry audio from the next cycle only: judge the
+            // impulses after the first.
+            let delays = server.isExternal ? Array(report.delays.dropFirst()) : report.delays
+            let passed = report.received >= report.sent - 1 && report.received > 5 && Set(delays) == [0]
+            if !passed && JackSinkTests.mayRetry(after: attempt, xruns: report.xruns, on: server) { continue }
+            #expect(report.received >= report.sent - 1 && report.received > 5, "sent \(report.sent), received \(report.received)")
+            #expect(Set(delays) == [0], "delays \(report.delays)")
+            return
+        }
+    }
+
+    @Test("a fader that looks ahead 64 frames adds exactly 64, and the latency callback reports them")
+    func declaredLatencyIsExact() throws {
+        let server = try JackTestServer.shared()
+        for attempt in 1...JackSinkTests.attempts(on: server) {
+            let name = clientName("la")
+            let (report, _, live) = try measure(Self.chain(name, faderLength: 64), name: name, server: server)
+            // The chain's ports, as any JACK client sees them: the output's capture latency
+            // and the input's playback latency each carry the fader's 64 frames.
+            var outputCapture = jack_latency_range_t(), inputPlayback = jack_latency_range_t()
+            try JackQuery.withClient(server: server.name, named: "\(name)-query") { client in
+                if let port = jack_port_by_name(client, "\(name):out_1") {
+                    jack_port_get_latency_range(port, JackCaptureLatency, &outputCapture)
+                }
+                if let port = jack_port_by_name(client, "\(name):in_1") {
+                    jack_port_get_latency_range(port, JackPlaybackLatency, &inputPlayback)
+                }
+            }
+            live.cancel()
+            _ = try live.wait()
+            let delays = server.isExternal ? Array(report.delays.dropFirst()) : report.delays
+            let passed = report.received > 5 && Set(delays) == [64]
+            if !passed && JackSinkTests.mayRetry(after: attempt, xruns: report.xruns, on: server) { continue }
+            #expect(report.received > 5)
+            #expect(Set(delays) == [64], "delays \(report.delays)")
+            // Nothing is connected to the chain's other side but the probe, whose own ports
+            // add nothing: the ranges are the fader's 64 frames.
+            #expect(outputCapture.min == 64 && outputCapture.max == 64, "out_1 capture latency \(outputCapture)")
+            #expect(inputPlayback.min == 64 && inputPlayback.max == 64, "in_1 playback latency \(inputPlayback)")
+            return
+        }
+    }
+}

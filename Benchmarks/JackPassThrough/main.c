@@ -1,0 +1,135 @@
+/*
+ * jack-passthrough: the reference a live Sluice chain (jack.source -> fader -> jack.sink) is
+ * compared with in `scripts/bench jack`: a minimal C JACK client that copies each input port
+ * to the matching output port inside the process callback, as every JACK effect does, timing
+ * each callback like jack-copy-client (CLOCK_MONOTONIC around the work, durations in a
+ * preallocated array).
+ *
+ *   jack-passthrough --server NAME [--client NAME] [--channels C] [--seconds S]
+ *                    [--connect-in PORT]... [--connect-out PORT]...
+ *
+ * Prints one JSON object on stdout when done:
+ *   {"callbackMicroseconds": {"p50": …, "p99": …, "p99.9": …, "max": …, "count": …},
+ *    "xruns": N, "cpuSeconds": S}
+ */
+#include <errno.h>
+#include <jack/jack.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CHANNELS 8
+#define MAX_CALLBACKS (1 << 20)
+
+static jack_client_t *client;
+static jack_port_t *inputs[MAX_CHANNELS], *outputs[MAX_CHANNELS];
+static int channels = 1;
+static uint32_t *durations;       /* nanoseconds per callback; allocated before activation */
+static atomic_long callback_count;
+static atomic_int xruns;
+
+static uint64_t nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/* [audio-thread] No allocation, no locks, no I/O. */
+static int process(jack_nframes_t nframes, void *arg) {
+    (void)arg;
+    uint64_t started = nanoseconds();
+    for (int channel = 0; channel < channels; channel++) {
+        const float *in = jack_port_get_buffer(inputs[channel], nframes);
+        float *out = jack_port_get_buffer(outputs[channel], nframes);
+        memcpy(out, in, sizeof(float) * nframes);
+    }
+    long index = atomic_load_explicit(&callback_count, memory_order_relaxed);
+    if (index < MAX_CALLBACKS) durations[index] = (uint32_t)(nanoseconds() - started);
+    atomic_store_explicit(&callback_count, index + 1, memory_order_release);
+    return 0;
+}
+
+/* [notification-thread] */
+static int on_xrun(void *arg) {
+    (void)arg;
+    atomic_fetch_add_explicit(&xruns, 1, memory_order_relaxed);
+    return 0;
+}
+
+static int compare(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(const uint32_t *sorted, long count, double p) {
+    long index = (long)(p * (double)count);
+    if (index > count - 1) index = count - 1;
+    return sorted[index] / 1000.0;
+}
+
+int main(int argc, char **argv) {
+    const char *server = NULL, *name = "jack-passthrough";
+    const char *connect_in[MAX_CHANNELS] = {0}, *connect_out[MAX_CHANNELS] = {0};
+    int ins = 0, outs = 0;
+    double seconds = 10;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--server")) server = argv[i + 1];
+        else if (!strcmp(argv[i], "--client")) name = argv[i + 1];
+        else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--channels")) channels = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--connect-in") && ins < MAX_CHANNELS) connect_in[ins++] = argv[i + 1];
+        else if (!strcmp(argv[i], "--connect-out") && outs < MAX_CHANNELS) connect_out[outs++] = argv[i + 1];
+        else { fprintf(stderr, "jack-passthrough: unknown option %s\n", argv[i]); return 2; }
+    }
+    if (channels < 1 || channels > MAX_CHANNELS) { fprintf(stderr, "jack-passthrough: 1-8 channels\n"); return 2; }
+
+    jack_status_t status;
+    jack_options_t options = server ? (JackNoStartServer | JackServerName) : JackNoStartServer;
+    client = jack_client_open(name, options, &status, server);
+    if (!client) { fprintf(stderr, "jack-passthrough: cannot open a client (status 0x%x)\n", status); return 1; }
+    for (int channel = 0; channel < channels; channel++) {
+        char in_name[32], out_name[32];
+        snprintf(in_name, sizeof in_name, "in_%d", channel + 1);
+        snprintf(out_name, sizeof out_name, "out_%d", channel + 1);
+        inputs[channel] = jack_port_register(client, in_name, JACK_DEFAULT_AUDIO_TYPE, JackPortIsInput, 0);
+        outputs[channel] = jack_port_register(client, out_name, JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
+        if (!inputs[channel] || !outputs[channel]) { fprintf(stderr, "jack-passthrough: cannot register ports\n"); return 1; }
+    }
+    durations = calloc(MAX_CALLBACKS, sizeof(uint32_t));
+    if (!durations) { fprintf(stderr, "jack-passthrough: out of memory\n"); return 1; }
+    jack_set_process_callback(client, process, NULL);
+    jack_set_xrun_callback(client, on_xrun, NULL);
+    if (jack_activate(client)) { fprintf(stderr, "jack-passthrough: cannot activate\n"); return 1; }
+    for (int i = 0; i < ins; i++) {
+        int result = jack_connect(client, connect_in[i], jack_port_name(inputs[i % channels]));
+        if (result && result != EEXIST) { fprintf(stderr, "jack-passthrough: cannot connect %s\n", connect_in[i]); return 1; }
+    }
+    for (int i = 0; i < outs; i++) {
+        int result = jack_connect(client, jack_port_name(outputs[i % channels]), connect_out[i]);
+        if (result && result != EEXIST) { fprintf(stderr, "jack-passthrough: cannot connect %s\n", connect_out[i]); return 1; }
+    }
+
+    usleep((useconds_t)(seconds * 1e6));
+    jack_deactivate(client);
+
+    long count = atomic_load_explicit(&callback_count, memory_order_acquire);
+    if (count > MAX_CALLBACKS) count = MAX_CALLBACKS;
+    if (count == 0) { fprintf(stderr, "jack-passthrough: no callbacks ran\n"); return 1; }
+    qsort(durations, (size_t)count, sizeof(uint32_t), compare);
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    double cpu = (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec * 1e-6
+        + (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec * 1e-6;
+    printf("{\"callbackMicroseconds\": {\"p50\": %.3f, \"p99\": %.3f, \"p99.9\": %.3f, \"max\": %.3f, \"count\": %ld}, "
+           "\"xruns\": %d, \"cpuSeconds\": %.4f}\n",
+           percentile(durations, count, 0.5), percentile(durations, count, 0.99),
+           percentile(durations, count, 0.999), durations[count - 1] / 1000.0, count, atomic_load(&xruns), cpu);
+    jack_client_close(client);
+    free(durations);
+    return 0;
+}
