@@ -152,8 +152,9 @@ struct Figure {
     /// Extra keys appended after the standard ones, in this order.
     var extras: [(key: String, value: Double)] = []
 
-    /// sluice / reference: above 1 means Sluice is faster.
-    var ratio: Double { sluice / reference }
+    /// sluice / reference: above 1 means Sluice is faster. Two zeros (no frames added by
+    /// either) are equal: 1.
+    var ratio: Double { reference == 0 && sluice == 0 ? 1 : sluice / reference }
 
     /// Hand-written so the keys keep a stable order (JSONSerialization does not promise one).
     var jsonLine: String {

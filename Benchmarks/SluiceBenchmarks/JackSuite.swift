@@ -43,6 +43,7 @@ enum JackSuite {
         note("server '\(server.name)': \(server.realtime ? "real-time scheduling" : "no real-time scheduling (jackd -R was refused)"), \(sampleRate) Hz, \(periodFrames)-frame periods")
 
         callbackDurations(tools: tools, server: server, folder: folder)
+        liveChain(tools: tools, server: server, folder: folder, runs: runs)
         pipelineLatency(tools: tools, server: server, folder: folder, runs: runs)
         launchToFirstAudio(tools: tools, server: server, runs: runs)
         playbackCPU(tools: tools, server: server, folder: folder, runs: runs)
@@ -96,6 +97,87 @@ enum JackSuite {
                 ]
             ).emit()
         }
+    }
+
+    // MARK: Live chain
+
+    /// `jack.source -> fader (length: 0) -> jack.sink` against `jack-passthrough`, a C client
+    /// copying its inputs to its outputs: the frames each adds (timed by jack-impulse-probe's
+    /// two clients), then the callback's duration and the process's CPU over the same seconds,
+    /// both running at once.
+    static func liveChain(tools: Tools, server: BenchServer, folder: String, runs: Int) {
+        let graph = "\(folder)/live-chain.yaml"
+        let text = """
+            name: live-chain
+            nodes:
+              in:   { type: jack.source, channels: 1, connect: none }
+              gain: { type: fader, length: 0 }
+              out:  { type: jack.sink, channels: 1, connect: none }
+            links: [in -> gain -> out]
+            playback: { strategy: stream, client: bench-chain }
+
+            """
+        guard FileManager.default.createFile(atPath: graph, contents: Data(text.utf8)) else { fail("cannot write \(graph)") }
+        var sluiceAdded: [Double] = []
+        var referenceAdded: [Double] = []
+        for run in 1...runs {
+            let chain = tools.sluice(["run", graph, "--server", server.name], output: nil)
+            let pass = ChildProcess.start(
+                [tools.passThrough, "--server", server.name, "--client", "bench-pass", "--seconds", "4"],
+                streams: .init(outputPath: "\(folder)/pass-latency-\(run).json"))
+            usleep(500_000)
+            sluiceAdded.append(probeDelay(tools: tools, server: server, to: "bench-chain:in_1", from: "bench-chain:out_1", prefix: "bench-chain-probe"))
+            referenceAdded.append(probeDelay(tools: tools, server: server, to: "bench-pass:in_1", from: "bench-pass:out_1", prefix: "bench-pass-probe"))
+            chain.signal(SIGINT)
+            _ = chain.wait()
+            pass.expectExit()
+        }
+        note("live chain: frames added, sluice \(formattedList(sluiceAdded)), C pass-through \(formattedList(referenceAdded))")
+        Figure(
+            bench: "jack", metric: "live-chain-latency", sluice: median(sluiceAdded), reference: median(referenceAdded),
+            unit: "frames added (lower is better)", referenceName: "jack-passthrough (C, copies in the callback)", runs: runs,
+            goal: "sluice == reference (0 added)", goalMet: median(sluiceAdded) == median(referenceAdded)
+        ).emit()
+
+        // Callback cost and CPU: both clients at once, fed by the server's capture ports.
+        let seconds = min(callbackSeconds, 20)
+        let secondsText = String(format: "%.3f", seconds)
+        var sluiceP99: [Double] = [], referenceP99: [Double] = [], sluiceCPU: [Double] = [], referenceCPU: [Double] = []
+        for run in 1...runs {
+            let output = "\(folder)/chain-\(run).json"
+            let chain = tools.sluice(["run", graph, "--server", server.name, "--stats", "json"], output: output)
+            let pass = ChildProcess.start(
+                [tools.passThrough, "--server", server.name, "--client", "bench-pass", "--seconds", secondsText,
+                 "--connect-in", "system:capture_1"],
+                streams: .init(outputPath: "\(folder)/pass-\(run).json"))
+            usleep(UInt32(seconds * 1_000_000))
+            chain.signal(SIGINT)
+            sluiceCPU.append(chain.wait().cpuSeconds)
+            referenceCPU.append(pass.expectExit().cpuSeconds)
+            sluiceP99.append(CallbackStats(jsonFile: output).p99)
+            referenceP99.append(CallbackStats(jsonFile: "\(folder)/pass-\(run).json").p99)
+        }
+        note("live chain callback p99 (µs): sluice \(formattedList(sluiceP99)), C \(formattedList(referenceP99)); CPU seconds for \(Int(seconds)) s: sluice \(formattedList(sluiceCPU)), C \(formattedList(referenceCPU))")
+        Figure(
+            bench: "jack", metric: "live-chain-callback p99", sluice: median(sluiceP99), reference: median(referenceP99),
+            unit: "µs (lower is better)", referenceName: "jack-passthrough (C)", runs: runs, goal: "<= 1.5"
+        ).emit()
+        Figure(
+            bench: "jack", metric: "live-chain-cpu", sluice: median(sluiceCPU), reference: median(referenceCPU),
+            unit: "CPU seconds (lower is better)", referenceName: "jack-passthrough (C)", runs: runs, goal: "<= 1.5"
+        ).emit()
+    }
+
+    /// The median delay jack-impulse-probe measures between two ports, in frames.
+    static func probeDelay(tools: Tools, server: BenchServer, to sendTo: String, from receiveFrom: String, prefix: String) -> Double {
+        let path = "\(makeBenchFolder("probe"))/probe.json"
+        let probe = ChildProcess.start(
+            [tools.impulseProbe, "--server", server.name, "--prefix", prefix, "--send-to", sendTo, "--receive-from", receiveFrom,
+             "--seconds", "1.5"],
+            streams: .init(outputPath: path))
+        probe.expectExit()
+        guard let delay = StatsFile(path).number("medianDelay") else { fail("\(path): the probe heard no impulse") }
+        return delay
     }
 
     // MARK: Pipeline latency
@@ -239,11 +321,16 @@ enum JackSuite {
 struct Tools {
     let sluicePath: String
     let copyClient: String
+    let passThrough: String
+    let impulseProbe: String
 
     static func locate() -> Tools {
         let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
-        let tools = Tools(sluicePath: "\(folder)/sluice", copyClient: "\(folder)/jack-copy-client")
-        for path in [tools.sluicePath, tools.copyClient] where !FileManager.default.isExecutableFile(atPath: path) {
+        let tools = Tools(
+            sluicePath: "\(folder)/sluice", copyClient: "\(folder)/jack-copy-client",
+            passThrough: "\(folder)/jack-passthrough", impulseProbe: "\(folder)/jack-impulse-probe")
+        for path in [tools.sluicePath, tools.copyClient, tools.passThrough, tools.impulseProbe]
+        where !FileManager.default.isExecutableFile(atPath: path) {
             fail("\(path) is missing: build it with `swift build -c release` (scripts/bench jack does)")
         }
         return tools
