@@ -139,7 +139,8 @@ enum JackSuite {
             goal: "sluice == reference (0 added)", goalMet: median(sluiceAdded) == median(referenceAdded)
         ).emit()
 
-        // Callback cost and CPU: both clients at once, fed by the server's capture ports.
+        // Callback cost and CPU: both clients at once, neither connected (the bench server has
+        // no system ports), each copying a period of its inputs to its outputs.
         let seconds = min(callbackSeconds, 20)
         let secondsText = String(format: "%.3f", seconds)
         var sluiceP99: [Double] = [], referenceP99: [Double] = [], sluiceCPU: [Double] = [], referenceCPU: [Double] = []
@@ -147,8 +148,7 @@ enum JackSuite {
             let output = "\(folder)/chain-\(run).json"
             let chain = tools.sluice(["run", graph, "--server", server.name, "--stats", "json"], output: output)
             let pass = ChildProcess.start(
-                [tools.passThrough, "--server", server.name, "--client", "bench-pass", "--seconds", secondsText,
-                 "--connect-in", "system:capture_1"],
+                [tools.passThrough, "--server", server.name, "--client", "bench-pass", "--seconds", secondsText],
                 streams: .init(outputPath: "\(folder)/pass-\(run).json"))
             usleep(UInt32(seconds * 1_000_000))
             chain.signal(SIGINT)
