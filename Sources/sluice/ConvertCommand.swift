@@ -1,16 +1,18 @@
 import ArgumentParser
 import Foundation
 import SluiceAudio
+import SluiceGraph
 import SluiceNodes
 
 struct ConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
-        abstract: "Run a sound file through the aligner, resampler, fader and channel map.",
+        abstract: "Convert a sound file's rate, channels and sample format through a graph.",
         discussion: """
-            Reads any file libsndfile reads, hands its bytes to the aligner in the file's own \
-            sample format, resamples with libsamplerate, fades the edges, maps channels, and \
-            writes WAV (or FLAC when OUTPUT ends in .flac).
+            Renders the graph wav.source ! resampler ! fader ! channel-map ! wav.sink offline, \
+            the same engine as `sluice render`: reads any file libsndfile reads, resamples, \
+            fades the edges, maps channels (mono to N copies, N to mono averages, other counts \
+            repeat the input channels in turn), and writes WAV (or FLAC when OUTPUT ends in .flac).
             """
     )
 
@@ -59,24 +61,78 @@ struct ConvertCommand: ParsableCommand {
         let started = ContinuousClock.now
         let sampleFormat = SampleFormat(name: format)!
         // ArgumentParser prints a thrown error's description and exits with status 1.
-        let reader = try SoundFileReader(path: input)
-        var settings = FileChain.Settings()
-        settings.outputRate = rate
-        settings.outputChannels = channels
-        settings.quality = ResamplerQuality(rawValue: quality)!
-        settings.fadeLength = fade
-        let report = try FileChain(settings: settings).run(from: reader) { rate, channels in
-            try SoundFileWriter(path: output, sampleRate: rate, channels: channels, sampleFormat: sampleFormat)
+        let inputFormat = try SoundFileReader(path: input).format
+        let description = graph(inputChannels: inputFormat.channels, sampleFormat: sampleFormat)
+        let compiled: CompiledGraph
+        do {
+            compiled = try GraphCompiler(registry: GraphLoading.registry()).compile(description)
+        } catch {
+            throw ConvertError(message: error.description)
         }
+        let report = try OfflineRenderer(graph: compiled).run()
+        if !report.failures.isEmpty { throw ConvertError(message: report.failures.joined(separator: "; ")) }
+        let written = try SoundFileReader(path: output)
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-        let audio = Double(report.inputFrames) / Double(report.inputFormat.sampleRate)
+        let frames = written.frames ?? 0
+        let audio = Double(frames) / Double(written.sampleRate)
         print("""
-            \(input): \(report.inputFormat), \(String(format: "%.3f", audio)) s
-            \(output): \(sampleFormat) \(report.outputRate) Hz, \(report.outputChannels) ch, \(report.outputFrames) frames
-            chain: aligner → resampler (\(quality)) → fader (\(fade) frames) → channel map
-            dropped partial frames: \(report.droppedPartialFrames)
+            \(input): \(inputFormat), \(String(format: "%.3f", audio)) s
+            \(output): \(sampleFormat) \(written.sampleRate) Hz, \(written.channels) ch, \(frames) frames
+            graph: \(Self.chainText(description))
             time: \(String(format: "%.3f", seconds)) s (\(String(format: "%.0f", audio / max(seconds, 1e-9)))× real time)
             """)
     }
+
+    /// The graph `convert` renders: wav.source (any file libsndfile reads, as Float32) →
+    /// resampler → fader (the edges) → channel-map (when the count changes) → wav.sink.
+    func graph(inputChannels: Int, sampleFormat: SampleFormat) -> GraphDescription {
+        func parameter(_ name: String, _ value: String) -> ParameterDeclaration {
+            ParameterDeclaration(name: name, value: .scalar(value, quoted: true))
+        }
+        var nodes = [
+            NodeDeclaration(name: "input", type: "wav.source", parameters: [parameter("path", input)]),
+            NodeDeclaration(name: "resample", type: "resampler", parameters: [parameter("quality", quality)]),
+            NodeDeclaration(name: "fade", type: "fader", parameters: [parameter("length", String(fade))]),
+        ]
+        let outputChannels = channels ?? inputChannels
+        if outputChannels != inputChannels {
+            // Mono to N copies, N to mono averages (the node's own rules); any other pair
+            // repeats the input channels in turn.
+            var map = [parameter("channels", String(outputChannels))]
+            if inputChannels != 1 && outputChannels != 1 {
+                map.append(ParameterDeclaration(
+                    name: "routing", value: .list((0..<outputChannels).map { String($0 % inputChannels) })))
+            }
+            nodes.append(NodeDeclaration(name: "map", type: "channel-map", parameters: map))
+        }
+        var sink = [parameter("path", output), parameter("sample-format", Self.sinkSampleFormat(sampleFormat))]
+        if let rate { sink.append(parameter("rate", String(rate))) }
+        nodes.append(NodeDeclaration(name: "output", type: "wav.sink", parameters: sink))
+        let links = zip(nodes, nodes.dropFirst()).map { LinkDeclaration(from: PortReference(node: $0.name), to: PortReference(node: $1.name)) }
+        return GraphDescription(name: "convert", nodes: nodes, links: links, playback: PlaybackSettings(blockFrames: 1_024))
+    }
+
+    /// wav.sink's name for a sample format.
+    static func sinkSampleFormat(_ format: SampleFormat) -> String {
+        switch format {
+        case .s16le: "s16"
+        case .s24le: "s24"
+        case .s32le: "s32"
+        case .f32le: "f32"
+        }
+    }
+
+    /// The graph in the one-line form, for the summary.
+    static func chainText(_ description: GraphDescription) -> String {
+        description.nodes.map { node in
+            ([node.type] + node.parameters.map { "\($0.name)=\($0.value)" }).joined(separator: " ")
+        }.joined(separator: " ! ")
+    }
+}
+
+/// A convert failure, told in a sentence (ArgumentParser prints it and exits 1).
+struct ConvertError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }

@@ -23,7 +23,7 @@ public final class WavSink: SinkNode {
                     "format", .choice(["auto", "wav", "flac"]), default: .string("auto"),
                     summary: "Container; auto is FLAC for paths ending in .flac, WAV otherwise."),
                 ParameterDescriptor(
-                    "sample-format", .choice(["auto", "f32", "s16", "s24"]), default: .string("auto"),
+                    "sample-format", .choice(["auto", "f32", "s16", "s24", "s32"]), default: .string("auto"),
                     summary: "How samples are stored; auto is f32 for WAV and s24 for FLAC (which cannot store floats)."),
                 ParameterDescriptor(
                     "rate", .rate(1_000...384_000), default: .auto, unit: "Hz",
@@ -49,6 +49,7 @@ public final class WavSink: SinkNode {
             case "f32": .f32le
             case "s16": .s16le
             case "s24": .s24le
+            case "s32": .s32le
             default: container == .flac ? .s24le : .f32le
             }
         guard container.canStore(sampleFormat) else {
