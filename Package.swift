@@ -59,6 +59,7 @@ let package = Package(
         .library(name: "SluiceConfig", targets: ["SluiceConfig"]),
         .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
         .library(name: "SluiceSpeech", targets: ["SluiceSpeech"]),
+        .library(name: "SluiceHost", targets: ["SluiceHost"]),
         .executable(name: "sluice", targets: ["sluice"]),
         // The plugin ABI (C headers), the loader, and the kit Swift plugins link.
         .library(name: "SluicePluginABI", targets: ["SluicePluginABI"]),
@@ -103,12 +104,14 @@ let package = Package(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
         ),
+        // Every node type the host can run: built-ins, JACK endpoints, plugins on the search path.
+        .target(name: "SluiceHost", dependencies: ["SluiceGraph", "SluiceNodes", "SluiceJACK", "SluicePlugins"]),
         // The streaming speech API over a graph: the controller, text chunking, the synthesis
         // cache (SHA-256 keys via swift-crypto, entries under the XDG cache folder).
         .target(
             name: "SluiceSpeech",
             dependencies: [
-                "SluiceAudio", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceJACK", "SluicePlugins",
+                "SluiceAudio", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceJACK", "SluicePlugins", "SluiceHost",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -139,7 +142,7 @@ let package = Package(
             name: "sluice",
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK", "CSndFile",
-                "SluicePlugins", "SluiceSpeech",
+                "SluicePlugins", "SluiceSpeech", "SluiceHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -207,6 +210,7 @@ let package = Package(
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
+        .testTarget(name: "SluiceHostTests", dependencies: ["SluiceHost", "SluiceGraph", "SluiceTestSupport"]),
         .testTarget(
             name: "SluiceSpeechTests",
             dependencies: [

@@ -1,6 +1,7 @@
 import Foundation
 import SluiceConfig
 import SluiceGraph
+import SluiceHost
 import SluiceJACK
 import SluiceNodes
 import SluicePlugins
@@ -27,32 +28,15 @@ public enum SpeechGraph {
         playback: { strategy: auto, max-buffered: 3.0 }
         """
 
-    /// The node types a speech graph can use: the built-in ones, `jack.sink`/`jack.source`
-    /// (on `server` when a graph names none), and every plugin on the search path.
+    /// The node types a speech graph can use: `HostRegistry.full` (the built-in ones,
+    /// `jack.sink`/`jack.source` on `server` when a graph names none, and every plugin on the
+    /// search path), its load problems as a `SpeechError.graph`.
     public static func registry(server: String?, graphFolder: String?, pluginFolders: [String] = []) throws(SpeechError) -> NodeRegistry {
-        var registry = builtinRegistry(server: server)
-        var searchPath = PluginSearchPath.standard(graphFolder: graphFolder)
-        searchPath.folders.insert(contentsOf: pluginFolders.map { PluginSearchPath.Folder($0, origin: .environment) }, at: 0)
-        let catalog = PluginCatalog(searchPath: searchPath)
-        var errors = catalog.errors.map(\.description)
-        do throws(PluginError) {
-            try catalog.register(into: &registry)
+        do throws(HostRegistry.LoadError) {
+            return try HostRegistry.full(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders)
         } catch {
-            errors.append(error.description)
+            throw .graph(error.description)
         }
-        // One problem per line, each an `error:` line once printed after the first's prefix.
-        guard errors.isEmpty else { throw .graph(errors.joined(separator: "\nerror: ")) }
-        return registry
-    }
-
-    /// The built-in node types and `jack.sink`/`jack.source` (on `server` when a graph names
-    /// none): every type but the plugins'.
-    public static func builtinRegistry(server: String? = nil) -> NodeRegistry {
-        var registry = BuiltinNodes.registry()
-        // Distinct from the built-in names; a CLI test checks the whole listing.
-        try! registry.register(JackSink.type(defaultServer: server))
-        try! registry.register(JackSource.type(defaultServer: server))
-        return registry
     }
 
     /// The graph the configuration names, as declared.

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SluiceConfig
 import SluiceGraph
-import SluiceSpeech
+import SluiceHost
 
 /// Reads the GRAPH argument: a graph file, or a one-line graph (`tone ! fader ! wav.sink
 /// path=out.wav`) when no such file exists and the text has a `!` or a space.
@@ -17,7 +17,7 @@ enum GraphLoading {
     /// The node types every graph can use: the built-in ones, `jack.sink` and `jack.source`
     /// (on `server`, when a graph names none).
     static func registry(server: String? = nil) -> NodeRegistry {
-        SpeechGraph.builtinRegistry(server: server)
+        HostRegistry.builtin(server: server)
     }
 
     /// `registry(server:)` plus the node types of every plugin on the search
@@ -26,7 +26,7 @@ enum GraphLoading {
     /// twice, is printed and ends the command with exit 1.
     static func registry(server: String? = nil, graphFolder: String?) throws -> NodeRegistry {
         do {
-            return try SpeechGraph.registry(server: server, graphFolder: graphFolder)
+            return try HostRegistry.full(server: server, graphFolder: graphFolder)
         } catch {
             printError("error: \(error)")
             throw ExitCode(1)
