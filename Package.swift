@@ -60,6 +60,8 @@ let package = Package(
         .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
         .library(name: "SluiceSpeech", targets: ["SluiceSpeech"]),
         .library(name: "SluiceHost", targets: ["SluiceHost"]),
+        // What a node author's tests link: a node driven by the engine's own rule.
+        .library(name: "SluiceTestKit", targets: ["SluiceTestKit"]),
         .executable(name: "sluice", targets: ["sluice"]),
         // The plugin ABI (C headers), the loader, and the kit Swift plugins link.
         .library(name: "SluicePluginABI", targets: ["SluicePluginABI"]),
@@ -104,6 +106,7 @@ let package = Package(
             name: "SluiceConfig",
             dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
         ),
+        .target(name: "SluiceTestKit", dependencies: ["SluiceGraph", "SluiceAudio"]),
         // Every node type the host can run: built-ins, JACK endpoints, plugins on the search path.
         .target(name: "SluiceHost", dependencies: ["SluiceGraph", "SluiceNodes", "SluiceJACK", "SluicePlugins"]),
         // The streaming speech API over a graph: the controller, text chunking, the synthesis
@@ -203,13 +206,16 @@ let package = Package(
         .testTarget(name: "SluiceAudioTests", dependencies: ["SluiceAudio", "SluiceTestSupport"]),
         .testTarget(
             name: "SluiceNodesTests",
-            dependencies: ["SluiceNodes", "SluiceAudio", "SluiceGraph", "SluiceTestSupport", "CSampleRate", "CSndFile"]
+            dependencies: [
+                "SluiceNodes", "SluiceAudio", "SluiceGraph", "SluiceTestSupport", "SluiceTestKit", "CSampleRate", "CSndFile",
+            ]
         ),
         .testTarget(
             name: "SluiceGraphTests",
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
+        .testTarget(name: "SluiceTestKitTests", dependencies: ["SluiceTestKit", "SluiceGraph", "SluiceNodes", "SluiceAudio"]),
         .testTarget(name: "SluiceHostTests", dependencies: ["SluiceHost", "SluiceGraph", "SluiceTestSupport"]),
         .testTarget(
             name: "SluiceSpeechTests",

@@ -1,7 +1,7 @@
 import SluiceAudio
 import SluiceTestSupport
 import Testing
-@testable import SluiceGraph
+@_spi(TestKit) @testable import SluiceGraph
 
 /// The playhead on its own: the sink edge's writer on one side, `render` on the other, as a
 /// device would call it.

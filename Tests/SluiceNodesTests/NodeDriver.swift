@@ -1,9 +1,12 @@
 import SluiceAudio
+import SluiceGraph
+import SluiceTestKit
 import SluiceTestSupport
 
-/// Plays the scheduler's part for one Float32 node: feeds input in blocks of random sizes
-/// into output buffers of random sizes, delivers each marker once the input has reached its
-/// position, and drains the node at the end.
+/// Plays the scheduler's part for one Float32 DSP type (`Fader`, `Crossfader`, …): wraps its
+/// `process` and `receive` in a node and drives it with SluiceTestKit's `NodeTestBench`, so
+/// input comes in blocks of random sizes, output room is of random sizes, and each marker is
+/// delivered once the input has reached its position — by the engine's own `ProcessorSlot`.
 struct NodeDriver {
     typealias Process = (UnsafeBufferPointer<Float>, UnsafeMutableBufferPointer<Float>, inout MarkerBatch) -> (Int, Int)
     typealias Receive = (Marker, inout MarkerBatch) -> Void
@@ -19,48 +22,48 @@ struct NodeDriver {
     }
 
     func run(input: [Float], markers: [Marker], process: Process, receive: Receive) -> Result {
-        var generator = SeededGenerator(seed: seed)
-        let totalFrames = input.count / channels
-        var position = 0
-        var pending = markers[...]
-        var result = Result()
-        var scratch = [Float](repeating: 0, count: outputBlocks.upperBound * channels)
-        var stalls = 0
-
-        func collect(_ batch: MarkerBatch) {
-            for index in 0..<batch.count { result.markers.append(batch[index]) }
-        }
-
-        while true {
-            while let marker = pending.first, marker.position <= position {
-                var batch = MarkerBatch()
-                receive(marker, &batch)
-                collect(batch)
-                pending = pending.dropFirst()
-            }
-            let limit = pending.first?.position ?? totalFrames
-            let want = min(Int.random(in: inputBlocks, using: &generator), limit - position)
-            let room = Int.random(in: outputBlocks, using: &generator)
-            var batch = MarkerBatch()
-            let (consumed, produced) = input.withUnsafeBufferPointer { whole in
-                scratch.withUnsafeMutableBufferPointer { out in
-                    let slice = UnsafeBufferPointer(rebasing: whole[(position * channels)..<((position + want) * channels)])
-                    let target = UnsafeMutableBufferPointer(rebasing: out[0..<(room * channels)])
-                    return process(slice, target, &batch)
-                }
-            }
-            collect(batch)
-            result.output += scratch[0..<(produced * channels)]
-            position += consumed
-            if consumed == 0 && produced == 0 {
-                if position >= totalFrames && pending.isEmpty { break }
-                stalls += 1
-                precondition(stalls < 10_000, "the node made no progress")
-            } else {
-                stalls = 0
+        withoutActuallyEscaping(process) { process in
+            withoutActuallyEscaping(receive) { receive in
+                let node = ClosureNode(process: process, receive: receive)
+                // SAFETY of the force-try: a frame input always gives the node its format.
+                let bench = try! NodeTestBench(
+                    node, inputs: [.frames(rate: 48_000, channels: channels)], seed: seed,
+                    inputBlocks: inputBlocks, outputBlocks: outputBlocks)
+                bench.feed(input, markers: markers)
+                bench.run()
+                precondition(bench.violations.isEmpty, "\(bench.violations)")
+                return Result(output: bench.output(), markers: bench.markers[0])
             }
         }
-        return result
+    }
+}
+
+/// A DSP type's two calls as a processor node with one frame input and one frame output.
+private final class ClosureNode: ProcessorNode {
+    let processCall: NodeDriver.Process
+    let receiveCall: NodeDriver.Receive
+
+    init(process: @escaping NodeDriver.Process, receive: @escaping NodeDriver.Receive) {
+        processCall = process
+        receiveCall = receive
+    }
+
+    func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
+        inputs
+    }
+
+    func process(_ io: inout ProcessIO) {
+        var batch = MarkerBatch()
+        let (consumed, produced) = processCall(io.frames(input: 0), io.frames(output: 0), &batch)
+        io.emit(batch, on: 0)
+        io.consume(consumed, input: 0)
+        io.produce(produced, output: 0)
+    }
+
+    func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO) {
+        var batch = MarkerBatch()
+        receiveCall(marker, &batch)
+        io.emit(batch, on: 0)
     }
 }
 

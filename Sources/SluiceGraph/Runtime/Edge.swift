@@ -4,12 +4,13 @@ import Synchronization
 
 /// The writing end of an edge: an audio ring plus a marker ring, used by one thread (the
 /// upstream node's). Positions count units (frames, or bytes on byte edges) from the start of
-/// the stream. Subclasses hold the typed audio ring.
-class EdgeWriter {
-    let format: StreamFormat
+/// the stream. Subclasses hold the typed audio ring. SPI for SluiceTestKit's bench.
+@_spi(TestKit)
+public class EdgeWriter {
+    public let format: StreamFormat
     private var markerRing: RingProducer<Marker>
     /// Units committed so far; read from other threads for the buffered-audio figures.
-    let writtenUnits = Atomic<Int>(0)
+    public let writtenUnits = Atomic<Int>(0)
     /// Who sleeps waiting for this edge's data (the worker, or a playhead's device).
     let readerWake: WakeSignal?
 
@@ -20,21 +21,21 @@ class EdgeWriter {
     }
 
     /// The first contiguous stretch of free room.
-    func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) { fatalError("abstract") }
+    public func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) { fatalError("abstract") }
     /// All free room, in units.
-    func freeUnits() -> Int { fatalError("abstract") }
+    public func freeUnits() -> Int { fatalError("abstract") }
     /// Units the edge holds when full.
-    var capacityUnits: Int { fatalError("abstract") }
+    public var capacityUnits: Int { fatalError("abstract") }
     func commitAudio(_ units: Int) { fatalError("abstract") }
     /// Markers that fit now.
-    func markerRoom() -> Int { markerRing.availableSlots() }
-    func push(_ marker: Marker) {
+    public func markerRoom() -> Int { markerRing.availableSlots() }
+    public func push(_ marker: Marker) {
         let pushed = markerRing.push(marker)
         precondition(pushed, "marker ring full: check markerRoom first")
     }
 
     /// Makes `units` written units visible to the reader.
-    func commit(_ units: Int) {
+    public func commit(_ units: Int) {
         guard units > 0 else { return }
         commitAudio(units)
         writtenUnits.add(units, ordering: .releasing)
@@ -58,14 +59,14 @@ final class FrameEdgeWriter: EdgeWriter {
         super.init(format: format, markers: markers, readerWake: readerWake)
     }
 
-    override func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
+    override public func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
         let first = audio.writableRegions().first
         return (UnsafeMutableRawPointer(first.baseAddress), first.count / channels)
     }
 
     override func commitAudio(_ units: Int) { audio.commit(units * channels) }
-    override func freeUnits() -> Int { audio.availableSlots() / channels }
-    override var capacityUnits: Int { audio.capacity / channels }
+    override public func freeUnits() -> Int { audio.availableSlots() / channels }
+    override public var capacityUnits: Int { audio.capacity / channels }
 
     /// [audio-thread] Room for exactly `samples` samples as up to two stretches (the ring
     /// wraps), or nil when there is less. Write both, then `commit` the frames.
@@ -85,22 +86,23 @@ final class ByteEdgeWriter: EdgeWriter {
         super.init(format: format, markers: markers, readerWake: readerWake)
     }
 
-    override func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
+    override public func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
         let first = audio.writableRegions().first
         return (UnsafeMutableRawPointer(first.baseAddress), first.count)
     }
 
     override func commitAudio(_ units: Int) { audio.commit(units) }
-    override func freeUnits() -> Int { audio.availableSlots() }
-    override var capacityUnits: Int { audio.capacity }
+    override public func freeUnits() -> Int { audio.availableSlots() }
+    override public var capacityUnits: Int { audio.capacity }
 }
 
-/// The reading end of an edge, used by one thread (the worker).
-class EdgeReader {
-    let format: StreamFormat
+/// The reading end of an edge, used by one thread (the worker). SPI for SluiceTestKit's bench.
+@_spi(TestKit)
+public class EdgeReader {
+    public let format: StreamFormat
     private var markerRing: RingConsumer<Marker>
     /// Units released so far: the reader's position on the edge.
-    private(set) var position = 0
+    public private(set) var position = 0
     private var peeked: Marker?
     /// Whether the end-of-stream marker has been taken.
     private(set) var hasEnded = false
@@ -113,17 +115,25 @@ class EdgeReader {
         self.writerWake = writerWake
     }
 
-    func readableRegion() -> (base: UnsafeRawPointer?, units: Int) { fatalError("abstract") }
+    public func readableRegion() -> (base: UnsafeRawPointer?, units: Int) { fatalError("abstract") }
     func releaseAudio(_ units: Int) { fatalError("abstract") }
 
     /// The next marker, without taking it.
-    func nextMarker() -> Marker? {
+    public func nextMarker() -> Marker? {
         if peeked == nil { peeked = markerRing.pop() }
         return peeked
     }
 
+    /// The next marker, whatever its position (a bench collecting what a node emitted).
+    public func takeNextMarker() -> Marker? {
+        guard let marker = nextMarker() else { return nil }
+        peeked = nil
+        if case .endOfStream = marker.event { hasEnded = true }
+        return marker
+    }
+
     /// The next marker if the reader has reached its position.
-    func takeReachedMarker() -> Marker? {
+    public func takeReachedMarker() -> Marker? {
         guard let marker = nextMarker(), marker.position <= position else { return nil }
         peeked = nil
         if case .endOfStream = marker.event { hasEnded = true }
@@ -137,7 +147,7 @@ class EdgeReader {
         return region
     }
 
-    func release(_ units: Int) {
+    public func release(_ units: Int) {
         guard units > 0 else { return }
         releaseAudio(units)
         position += units
@@ -156,7 +166,7 @@ final class FrameEdgeReader: EdgeReader {
         super.init(format: format, markers: markers, writerWake: writerWake)
     }
 
-    override func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
+    override public func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
         let first = audio.readableRegions().first
         return (UnsafeRawPointer(first.baseAddress), first.count / channels)
     }
@@ -173,7 +183,7 @@ final class ByteEdgeReader: EdgeReader {
         super.init(format: format, markers: markers, writerWake: writerWake)
     }
 
-    override func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
+    override public func readableRegion() -> (base: UnsafeRawPointer?, units: Int) {
         let first = audio.readableRegions().first
         return (UnsafeRawPointer(first.baseAddress), first.count)
     }
@@ -186,7 +196,8 @@ final class ByteEdgeReader: EdgeReader {
 let edgeMarkerCapacity = 256
 
 /// Builds an edge between two graph threads.
-func makeEdge(format: StreamFormat, capacityUnits: Int, readerWake: WakeSignal?, writerWake: WakeSignal?) -> (EdgeWriter, EdgeReader) {
+@_spi(TestKit)
+public func makeEdge(format: StreamFormat, capacityUnits: Int, readerWake: WakeSignal?, writerWake: WakeSignal?) -> (EdgeWriter, EdgeReader) {
     let markers = makeRing(of: Marker.self, capacity: edgeMarkerCapacity)
     let markerProducer = markers.producer
     let markerConsumer = markers.consumer

@@ -1,15 +1,18 @@
 import SluiceAudio
 
-/// Runs one processor on the worker thread: delivers the markers its inputs have reached,
-/// offers it the audio waiting and the room free, and moves what it used.
-final class ProcessorSlot {
+/// Runs one processor between its edges, by the rule every driver follows — the worker, the
+/// JACK cycle, the offline driver and SluiceTestKit's bench alike: deliver the markers each
+/// input has reached, then offer the audio waiting (never past the next marker) and the room
+/// free, then move what was used, emitted markers before the audio they describe.
+@_spi(TestKit)
+public final class ProcessorSlot {
     let name: String
     let node: any ProcessorNode
     let ports: NodePorts
-    let inputs: [EdgeReader]
-    let outputs: [EdgeWriter]
+    public let inputs: [EdgeReader]
+    public let outputs: [EdgeWriter]
 
-    init(name: String, node: any ProcessorNode, ports: NodePorts, inputs: [EdgeReader], outputs: [EdgeWriter]) {
+    public init(name: String, node: any ProcessorNode, ports: NodePorts, inputs: [EdgeReader], outputs: [EdgeWriter]) {
         self.name = name
         self.node = node
         self.ports = ports
@@ -17,8 +20,12 @@ final class ProcessorSlot {
         self.outputs = outputs
     }
 
-    /// One round of markers and audio. Returns whether anything moved.
-    func step() -> Bool {
+    /// [audio-thread] One round of markers and audio. Returns whether anything moved.
+    ///
+    /// - Parameters:
+    ///   - inputLimit: the most units offered on each input (a test bench varies the split).
+    ///   - outputLimit: the most units of room offered on each output.
+    public func step(inputLimit: Int = .max, outputLimit: Int = .max) -> Bool {
         guard hasMarkerRoom() else { return false }
         var io = ProcessIO(ports)
         var moved = false
@@ -36,19 +43,19 @@ final class ProcessorSlot {
         for port in inputs.indices {
             let input = inputs[port]
             let region = input.readableUnits()
-            ports.setInput(port, base: region.base, units: region.units)
+            ports.setInput(port, base: region.base, units: min(region.units, inputLimit))
         }
-        openOutputViews()
+        openOutputViews(limit: outputLimit)
         node.process(&io)
         return finishCall() || moved
     }
 
-    /// Asks the node to release what it holds back (the sink ran dry).
-    func drain() -> Bool {
+    /// [audio-thread] Asks the node to release what it holds back (the sink ran dry).
+    public func drain(outputLimit: Int = .max) -> Bool {
         guard hasMarkerRoom() else { return false }
         var io = ProcessIO(ports)
         for port in inputs.indices { ports.setInput(port, base: nil, units: 0) }
-        openOutputViews()
+        openOutputViews(limit: outputLimit)
         node.drain(&io)
         return finishCall()
     }
@@ -62,11 +69,11 @@ final class ProcessorSlot {
         for port in outputs.indices { ports.setOutput(port, base: nil, units: 0) }
     }
 
-    private func openOutputViews() {
+    private func openOutputViews(limit: Int) {
         for port in outputs.indices {
             let output = outputs[port]
             let region = output.writableRegion()
-            ports.setOutput(port, base: region.base, units: region.units)
+            ports.setOutput(port, base: region.base, units: min(region.units, limit))
         }
     }
 
@@ -116,7 +123,7 @@ extension ProcessorSlot {
     /// it and its ports, so that what Swift's runtime sets up on a code path's first use
     /// (generic metadata, found by RealtimeSanitizer under a lock) is set up here, before a
     /// device's real-time thread runs the node. The edges are not touched.
-    func rehearse(blockFrames: Int) {
+    public func rehearse(blockFrames: Int) {
         let units = max(1, blockFrames)
         let inputs = ports.inputFormats.map { format in
             UnsafeMutableRawPointer.allocate(byteCount: units * format.bytesPerUnit, alignment: 16)
