@@ -49,7 +49,7 @@ public final class SpeechController: Sendable {
     private let configuration: SpeechConfiguration
     /// The compiled graph speaking (its nodes, for inspection: a JACK sink's xruns).
     public let graph: CompiledGraph
-    private let playback: any SpeechPlayback
+    private let playback: SpeechPlayback
     private let sourceName: String
     private let shared: Mutex<Shared>
     private let ended = DispatchSemaphore(value: 0)
@@ -71,8 +71,8 @@ public final class SpeechController: Sendable {
                 parameters: node.parameters.values.mapValues(\.description)))
         }
         switch configuration.output {
-        case .jack: playback = try LivePlayback(graph: compiled.graph)
-        case .file(let path): playback = try FilePlayback(graph: compiled.graph, path: path)
+        case .jack: playback = try SpeechPlayback.live(graph: compiled.graph)
+        case .file(let path): playback = try SpeechPlayback.file(graph: compiled.graph, path: path)
         }
         shared = Mutex(Shared(feeder: TextFeeder(source: compiled.source, chunker: configuration.chunker)))
     }

@@ -10,118 +10,97 @@ struct PlaybackObservation {
     var secondsToBuffer: Double?
 }
 
-/// What plays a compiled speech graph: a live run into JACK, or an offline render into a
-/// file. The controller starts it, follows it on its own thread with `wait`, and may cancel it
-/// from any thread.
-protocol SpeechPlayback: AnyObject, Sendable {
-    /// The first sink's rate.
-    var sampleRate: Int { get }
-    /// [control-thread] Sets the observers: each drain event of the first sink, and every few
-    /// milliseconds a look at the buffers. Both are called on the thread in `wait`.
-    func observe(events: @escaping (DrainEvent) -> Void, ticks: @escaping (PlaybackObservation) -> Void)
-    /// [control-thread] Starts playing (opens the device or the file).
-    func start() throws(SpeechError)
-    /// Plays to the end (or the cancel) and returns the run's report.
-    func wait() throws -> RunReport
-    /// [any-thread] Fades out and ends the run.
-    func cancel()
-    /// [any-thread] Monotonic wall seconds when the first sample left the device callback (live only).
-    var firstAudioWallTime: Double? { get }
-}
-
-/// Into JACK: a `LiveRun`.
-final class LivePlayback: SpeechPlayback, @unchecked Sendable {
-    // SAFETY (@unchecked Sendable): `run` is thread-safe for `cancel` and `playheads`; the
-    // observers are set before `start` and only called on the thread in `wait`.
-    private let run: LiveRun
-    let sampleRate: Int
-
-    init(graph: CompiledGraph) throws(SpeechError) {
-        do {
-            run = try LiveRun(graph: graph)
-        } catch {
-            throw .graph("\(error)")
-        }
-        sampleRate = run.playheads.first?.sampleRate ?? 48_000
-    }
-
-    func observe(events: @escaping (DrainEvent) -> Void, ticks: @escaping (PlaybackObservation) -> Void) {
-        run.eventObserver = events
-        run.tickObserver = { [unowned run] in
-            let status = run.status
-            let rate = Double(run.playheads.first?.sampleRate ?? 48_000)
-            ticks(PlaybackObservation(
-                scheduledFrames: Int((status.scheduledSeconds * rate).rounded()),
-                playedFrames: run.playheads.first?.playedFrames ?? 0,
-                secondsToBuffer: status.secondsToBuffer))
-        }
-    }
-
-    func start() throws(SpeechError) {
-        do {
-            try run.start()
-        } catch {
-            throw .jack(message: "\(error)", result: nil)
-        }
-    }
-
-    func wait() throws -> RunReport { try run.wait() }
-    func cancel() { run.cancel() }
-    var firstAudioWallTime: Double? { run.playheads.first?.firstAudioWallTime }
-}
-
-/// Into a sound file: an `OfflineRenderer` writing the first sink's audio.
-final class FilePlayback: SpeechPlayback, @unchecked Sendable {
-    // SAFETY (@unchecked Sendable): `renderer.cancel` is thread-safe; `file` and the
-    // observers are touched by `start` before `wait`, then only on the thread in `wait`.
-    private let renderer: OfflineRenderer
-    private let path: String
+/// What plays a compiled speech graph: the graph's `GraphDriver` — a `LiveRun` into JACK, or
+/// an `OfflineRenderer` into a file — and, for a file, the writer its first sink's audio goes
+/// to. The controller starts it, follows it on its own thread with `wait`, and may cancel it
+/// from any thread; both drivers report drain events and status the same way.
+final class SpeechPlayback: @unchecked Sendable {
+    // SAFETY (@unchecked Sendable): the driver is thread-safe for `cancel`; `file` and the
+    // observers are set by `start` before `wait`, then only touched on the thread in `wait`.
+    private let driver: any GraphDriver
+    private let isLive: Bool
+    private let path: String?
     private let channels: Int
+    /// The first sink's rate.
     let sampleRate: Int
     private var file: SoundFileWriter?
 
-    init(graph: CompiledGraph, path: String) throws(SpeechError) {
+    /// Into JACK: a `LiveRun`.
+    static func live(graph: CompiledGraph) throws(SpeechError) -> SpeechPlayback {
+        do {
+            let run = try LiveRun(graph: graph)
+            return SpeechPlayback(driver: run, isLive: true, path: nil, channels: 0, sampleRate: run.primaryPlayhead?.sampleRate ?? 48_000)
+        } catch {
+            throw .graph("\(error)")
+        }
+    }
+
+    /// Into a sound file: an `OfflineRenderer` writing the first sink's audio.
+    static func file(graph: CompiledGraph, path: String) throws(SpeechError) -> SpeechPlayback {
         guard case .frames(let rate, let channels)? = graph.sinks.first?.inputFormats.first else {
             throw .graph("graph '\(graph.description.name)' has no sink to render")
         }
         do {
-            renderer = try OfflineRenderer(graph: graph)
+            return SpeechPlayback(driver: try OfflineRenderer(graph: graph), isLive: false, path: path, channels: channels, sampleRate: rate)
         } catch {
             throw .graph("\(error)")
         }
+    }
+
+    private init(driver: any GraphDriver, isLive: Bool, path: String?, channels: Int, sampleRate: Int) {
+        self.driver = driver
+        self.isLive = isLive
         self.path = path
         self.channels = channels
-        sampleRate = rate
+        self.sampleRate = sampleRate
     }
 
+    /// [control-thread] Sets the observers: each drain event of the first sink, and every few
+    /// milliseconds (each period offline) a look at the buffers. Both are called on the thread
+    /// in `wait`.
     func observe(events: @escaping (DrainEvent) -> Void, ticks: @escaping (PlaybackObservation) -> Void) {
-        renderer.eventObserver = events
-        renderer.observer = { tick in
+        driver.eventObserver = events
+        let rate = Double(sampleRate)
+        driver.statusObserver = { [unowned driver] status in
             ticks(PlaybackObservation(
-                scheduledFrames: tick.scheduledFrames, playedFrames: tick.playedFrames,
-                secondsToBuffer: tick.state == .buffering ? nil : 0))
+                scheduledFrames: Int((status.scheduledSeconds * rate).rounded()),
+                playedFrames: driver.primaryPlayhead?.playedFrames ?? 0,
+                secondsToBuffer: status.secondsToBuffer))
         }
     }
 
+    /// [control-thread] Starts playing: opens the device, or the file.
     func start() throws(SpeechError) {
-        do {
-            let flac = path.lowercased().hasSuffix(".flac")
-            file = try SoundFileWriter(path: path, sampleRate: sampleRate, channels: channels, sampleFormat: flac ? .s24le : .f32le)
-        } catch {
-            throw .output("\(error)")
+        if let path, let renderer = driver as? OfflineRenderer {
+            do {
+                let flac = path.lowercased().hasSuffix(".flac")
+                file = try SoundFileWriter(path: path, sampleRate: sampleRate, channels: channels, sampleFormat: flac ? .s24le : .f32le)
+            } catch {
+                throw .output("\(error)")
+            }
+            let channels = channels
+            renderer.output = { [unowned self] index, samples in
+                guard index == 0, let file else { return }
+                try file.write(samples.baseAddress!, frames: samples.count / channels)
+            }
         }
-        let channels = channels
-        renderer.output = { [unowned self] index, samples in
-            guard index == 0, let file else { return }
-            try file.write(samples.baseAddress!, frames: samples.count / channels)
+        do {
+            try driver.start()
+        } catch {
+            throw isLive ? .jack(message: "\(error)", result: nil) : .graph("\(error)")
         }
     }
 
+    /// Plays to the end (or the cancel) and returns the run's report.
     func wait() throws -> RunReport {
         defer { file = nil }
-        return try renderer.run()
+        return try driver.wait()
     }
 
-    func cancel() { renderer.cancel() }
-    var firstAudioWallTime: Double? { nil }
+    /// [any-thread] Fades out and ends the run.
+    func cancel() { driver.cancel() }
+
+    /// [any-thread] Monotonic wall seconds when the first sample left the device callback (live
+    /// only: offline, wall time says nothing of the render).
+    var firstAudioWallTime: Double? { isLive ? driver.primaryPlayhead?.firstAudioWallTime : nil }
 }

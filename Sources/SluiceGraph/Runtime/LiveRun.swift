@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// `cancel()` from any thread stops the sources, fades the sinks out within one fade length
 /// and lets `wait()` return; every thread is joined before it does.
-public final class LiveRun: @unchecked Sendable {
+public final class LiveRun: GraphDriver, @unchecked Sendable {
     let runtime: GraphRuntime
     private let stopRequested = Atomic<Bool>(false)
     private let cancelRequested = Atomic<Bool>(false)
@@ -26,12 +26,9 @@ public final class LiveRun: @unchecked Sendable {
 
     public var playheads: [Playhead] { runtime.sinks.map(\.playhead) }
 
-    /// Called on the thread in `wait()` with each drain event of the first sink, in order
-    /// (markers played, start, underruns, the end). Set before `start()`.
     public var eventObserver: ((DrainEvent) -> Void)?
-    /// Called on the thread in `wait()` after each look at the events (every few
-    /// milliseconds). Set before `start()`.
-    public var tickObserver: (() -> Void)?
+    public var statusObserver: ((PlaybackStatus) -> Void)?
+    public var primaryPlayhead: Playhead? { runtime.sinks.first?.playhead }
 
     /// Graph time: the first sink's device clock.
     var graphTime: Double {
@@ -74,25 +71,7 @@ public final class LiveRun: @unchecked Sendable {
     }
 
     /// Where playback stands now.
-    public var status: PlaybackStatus {
-        guard let sink = runtime.sinks.first else {
-            return PlaybackStatus(state: .finished, position: 0, bufferedSeconds: 0, secondsToBuffer: 0, scheduledSeconds: 0)
-        }
-        let playhead = sink.playhead
-        let rate = Double(playhead.sampleRate)
-        let written = sink.writer.writtenUnits.load(ordering: .relaxed)
-        let buffered = written - playhead.playedFrames
-        let watermark = playhead.watermarkFrames
-        let toBuffer: Double? = switch playhead.state {
-        case .buffering: watermark == Int.max ? nil : Double(max(0, min(watermark, playhead.capacityFrames) - buffered)) / rate
-        case .playing, .finished: 0
-        }
-        // The position is what the listener hears: rendered audio still on its way out of the
-        // device (its output latency) is not heard yet.
-        return PlaybackStatus(
-            state: playhead.state, position: Double(playhead.heardFrames) / rate,
-            bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer, scheduledSeconds: Double(written) / rate)
-    }
+    public var status: PlaybackStatus { RunStatistics.status(of: runtime.sinks.first) }
 
     /// Follows the run until every sink has played out or the run was cancelled, then joins
     /// every thread and returns the report. Rethrows a sink's failure.
@@ -144,23 +123,12 @@ public final class LiveRun: @unchecked Sendable {
         (threads + finishedThreads).filter { !$0.hasReturned }.count
     }
 
-    /// Starts the run and waits for it.
-    public func run() throws -> RunReport {
-        try start()
-        return try wait()
-    }
-
     private func followEvents() {
         let time = graphTime
         statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
-        for (index, sink) in runtime.sinks.enumerated() {
-            while let event = sink.events.next() {
-                statistics.record(event, sink: index)
-                if index == 0 { eventObserver?(event) }
-            }
-        }
+        statistics.follow(runtime.sinks, observer: eventObserver)
         runtime.updateAutoWatermarks(at: time)
-        tickObserver?()
+        if let statusObserver { statusObserver(status) }
     }
 
     /// Stops devices, then threads; finishes sinks. Returns the first failure.

@@ -11,7 +11,7 @@ import Synchronization
 /// It stands in for any sink: with `output` set, each sink's audio goes there (a file for
 /// `sluice render`) instead of to the sink, so a graph written for JACK renders unchanged.
 /// Silence before playback starts is not delivered; silence from underruns is.
-public final class OfflineRenderer: @unchecked Sendable {
+public final class OfflineRenderer: GraphDriver, @unchecked Sendable {
     public enum RenderError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Nothing moved for a long stretch of graph time and no source is waiting for a
         /// later time: the graph can never finish.
@@ -51,6 +51,11 @@ public final class OfflineRenderer: @unchecked Sendable {
     public var observer: ((Tick) -> Void)?
     /// Called with each drain event of the first sink, in order, as the ticks render.
     public var eventObserver: ((DrainEvent) -> Void)?
+    /// Called after every tick with where the first sink's playback stands.
+    public var statusObserver: ((PlaybackStatus) -> Void)?
+    /// Called now and then with the fraction done, when the primary source knows its length.
+    public var progress: ((Double) -> Void)?
+    public var primaryPlayhead: Playhead? { runtime?.sinks.first?.playhead }
 
     public init(graph: CompiledGraph) throws {
         self.graph = graph
@@ -65,11 +70,24 @@ public final class OfflineRenderer: @unchecked Sendable {
     ///
     /// - Parameter progress: called now and then with the fraction done, when the primary
     ///   source knows its length.
-    public func run(progress: ((Double) -> Void)? = nil) throws -> RunReport {
+    public func run(progress: ((Double) -> Void)?) throws -> RunReport {
+        self.progress = progress
+        try start()
+        return try wait()
+    }
+
+    /// [control-thread] Prepares the graph: edges, nodes, files a sink writes. Set `output`
+    /// first: sinks whose audio goes there are never prepared (a wav.sink does not create its
+    /// file).
+    public func start() throws {
         precondition(runtime == nil, "an offline renderer runs once")
-        // Sinks whose audio goes to `output` are never prepared, so a wav.sink does not
-        // create its file.
         runtime = try GraphRuntime(graph: graph, live: false, prepareSinks: output == nil)
+    }
+
+    /// Renders until every sink has played out (or the render is cancelled).
+    public func wait() throws -> RunReport {
+        precondition(runtime != nil, "start the renderer first")
+        let progress = self.progress
         let wallStart = monotonicSeconds()
         defer { runtime.deactivate() }
         var statistics = RunStatistics(runtime: runtime)
@@ -133,9 +151,7 @@ public final class OfflineRenderer: @unchecked Sendable {
                     let first = index * block * rate / primary.playhead.sampleRate
                     let frames = (index + 1) * block * rate / primary.playhead.sampleRate - first
                     sink.playhead.render(into: buffers[sinkIndex], frames: frames)
-                    while let event = sink.events.next() {
-                        statistics.record(event, sink: sinkIndex)
-                        if sinkIndex == 0 { eventObserver?(event) }
+                    statistics.follow(sinks, only: sinkIndex, observer: eventObserver) { _, event in
                         switch event.kind {
                         case .started: if started[sinkIndex] == nil { started[sinkIndex] = event.deviceFrame }
                         case .finished, .cancelled: ended[sinkIndex] = event.deviceFrame
@@ -153,6 +169,7 @@ public final class OfflineRenderer: @unchecked Sendable {
                     }
                     if sink.playhead.isFinished && ended[sinkIndex] == nil { ended[sinkIndex] = first + frames }
                 }
+                if let statusObserver { statusObserver(RunStatistics.status(of: sinks[0])) }
                 observer?(Tick(
                     index: index, time: Double(index * block) / Double(primary.playhead.sampleRate),
                     bufferedFrames: buffered, state: sinks[0].playhead.state,

@@ -21,6 +21,43 @@ struct RunStatistics {
         report.peakBufferedSeconds = max(report.peakBufferedSeconds, buffered)
     }
 
+    /// Takes every sink's waiting drain events in order: each is recorded, the first sink's
+    /// are handed to `observer`, and every one to `each` (sink index, event). Live and offline
+    /// runs both follow their sinks through this.
+    mutating func follow(
+        _ sinks: [GraphRuntime.SinkSlot], only: Int? = nil, observer: ((DrainEvent) -> Void)?,
+        each: (Int, DrainEvent) -> Void = { _, _ in }
+    ) {
+        for index in sinks.indices where only == nil || only == index {
+            while let event = sinks[index].events.next() {
+                record(event, sink: index)
+                if index == 0 { observer?(event) }
+                each(index, event)
+            }
+        }
+    }
+
+    /// Where the first sink's playback stands: the status a driver's observers see.
+    static func status(of sink: GraphRuntime.SinkSlot?) -> PlaybackStatus {
+        guard let sink else {
+            return PlaybackStatus(state: .finished, position: 0, bufferedSeconds: 0, secondsToBuffer: 0, scheduledSeconds: 0)
+        }
+        let playhead = sink.playhead
+        let rate = Double(playhead.sampleRate)
+        let written = sink.writer.writtenUnits.load(ordering: .relaxed)
+        let buffered = written - playhead.playedFrames
+        let watermark = playhead.watermarkFrames
+        let toBuffer: Double? = switch playhead.state {
+        case .buffering: watermark == Int.max ? nil : Double(max(0, min(watermark, playhead.capacityFrames) - buffered)) / rate
+        case .playing, .finished: 0
+        }
+        // The position is what the listener hears: rendered audio still on its way out of the
+        // device (its output latency) is not heard yet.
+        return PlaybackStatus(
+            state: playhead.state, position: Double(playhead.heardFrames) / rate,
+            bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer, scheduledSeconds: Double(written) / rate)
+    }
+
     mutating func record(_ event: DrainEvent, sink index: Int) {
         guard index == 0 else { return }
         let playhead = runtime.sinks[0].playhead
