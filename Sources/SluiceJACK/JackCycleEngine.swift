@@ -150,6 +150,17 @@ final class JackCycleEngine: @unchecked Sendable {
         let channels = captureChannels[endpoint]
         guard let regions = cycle.captureRegions(captureIndices[endpoint], frames: frames) else { return }
         let split = regions.first.count
+        if channels == 1 {
+            // One port: the period is already "interleaved"; copy the two stretches.
+            if let port = capturePorts[captureOffsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
+                // SAFETY: JACK hands a buffer of `nframes` samples; the regions hold `nframes`.
+                let buffer = raw.assumingMemoryBound(to: Float.self)
+                regions.first.baseAddress?.update(from: buffer, count: split)
+                regions.second.baseAddress?.update(from: buffer + split, count: frames - split)
+            }
+            cycle.commitCapture(captureIndices[endpoint], frames: frames)
+            return
+        }
         for channel in 0..<channels {
             guard let port = capturePorts[captureOffsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
             // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
@@ -171,6 +182,12 @@ final class JackCycleEngine: @unchecked Sendable {
     private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t, deviceTime: UInt64) {
         let frames = Int(nframes)
         let channels = playbackChannels[endpoint]
+        if channels == 1, let port = playbackPorts[playbackOffsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
+            // One port: the playhead renders straight into JACK's buffer.
+            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
+            cycle.render(playbackIndices[endpoint], into: raw.assumingMemoryBound(to: Float.self), frames: frames, deviceTime: deviceTime)
+            return
+        }
         cycle.render(playbackIndices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
         for channel in 0..<channels {
             guard let port = playbackPorts[playbackOffsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }

@@ -64,6 +64,11 @@ final class RingCore<Element: BitwiseCopyable>: @unchecked Sendable {
             byteCount: max(capacity, 1) * MemoryLayout<Element>.stride,
             alignment: max(Self.blockStride, MemoryLayout<Element>.alignment)
         ).bindMemory(to: Element.self, capacity: max(capacity, 1))
+        // Touch every page now: the kernel maps an allocation's pages on first write, and a
+        // page fault on the real-time thread (the first pass of a JACK callback through a
+        // ring) costs microseconds (found by profiling the live chain's callback).
+        UnsafeMutableRawPointer(storage).initializeMemory(
+            as: UInt8.self, repeating: 0, count: max(capacity, 1) * MemoryLayout<Element>.stride)
         control = UnsafeMutableRawPointer.allocate(
             byteCount: 3 * Self.blockStride, alignment: Self.blockStride)
         for block in 0..<3 {

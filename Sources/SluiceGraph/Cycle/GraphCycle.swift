@@ -155,16 +155,17 @@ public final class GraphCycle: @unchecked Sendable {
         if starved {
             for index in processors.indices { _ = processors[index].drain() }
         }
+        // Topological order: each processor moves all it can, so one pass usually moves the
+        // period through. Another pass is needed only when a processor moved more than once in
+        // a row — its output filled and the nodes after it made room.
         var rounds = 0
-        var moved = true
-        while moved && rounds < Self.maximumRounds {
-            moved = false
+        var again = true
+        while again && rounds < Self.maximumRounds {
+            again = false
             for index in processors.indices {
                 var steps = 0
-                while steps < Self.maximumRounds && processors[index].step() {
-                    moved = true
-                    steps += 1
-                }
+                while steps < Self.maximumRounds && processors[index].step() { steps += 1 }
+                if steps > 1 { again = true }
             }
             rounds += 1
         }

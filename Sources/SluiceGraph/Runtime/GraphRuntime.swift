@@ -65,9 +65,13 @@ final class GraphRuntime: @unchecked Sendable {
             if let sink = target.instance as? any SinkNode {
                 let rate = edge.format.sampleRate
                 let period = settings.blockFrames
-                let capacity = max(2 * period, 2 * GraphCycle.maximumFrames * (inCycle[edge.fromNode] ? 1 : 0),
-                                   Int((settings.maxBuffered * Double(rate)).rounded(.up)))
                 let fedInCycle = inCycle[edge.fromNode] && deviceFed[edge.fromNode]
+                // A sink fed in the cycle holds what one period makes (two of the largest, for
+                // a node's look-ahead); one behind the boundary holds `max-buffered`.
+                let capacity = fedInCycle
+                    ? 2 * GraphCycle.maximumFrames
+                    : max(2 * period, inCycle[edge.fromNode] ? 2 * GraphCycle.maximumFrames : 0,
+                          Int((settings.maxBuffered * Double(rate)).rounded(.up)))
                 let controller = FlowController(
                     strategy: fedInCycle ? .stream : settings.strategy, rate: rate, periodFrames: period,
                     watermarkSeconds: settings.watermark, capacityFrames: capacity)
