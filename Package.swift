@@ -169,16 +169,18 @@ let package = Package(
             path: "Benchmarks/SluiceBenchmarks"
         ),
         // The minimal C JACK client `scripts/bench jack` compares jack.sink's callback with.
+        // What the C reference clients share: their callback clock and stats line.
+        .target(name: "CallbackStats", path: "Benchmarks/CallbackStats"),
         .executableTarget(
             name: "jack-copy-client",
-            dependencies: ["CJack"],
+            dependencies: ["CJack", "CallbackStats"],
             path: "Benchmarks/JackCopyClient",
             linkerSettings: [.linkedLibrary("m"), .linkedLibrary("pthread")]
         ),
         // A C pass-through client: the reference for a live chain's latency and callback cost.
         .executableTarget(
             name: "jack-passthrough",
-            dependencies: ["CJack"],
+            dependencies: ["CJack", "CallbackStats"],
             path: "Benchmarks/JackPassThrough"
         ),
         // Two C clients that send impulses and time them: the delay a JACK client or chain adds

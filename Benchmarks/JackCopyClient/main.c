@@ -10,6 +10,7 @@
  * Prints one JSON object on stdout when done, in jack.sink's `--stats json` shape:
  *   {"callbackMicroseconds": {"p50": …, "p99": …, "p99.9": …, "max": …, "count": …}, "xruns": N}
  */
+#include "callback_stats.h"
 #include <jack/jack.h>
 #include <jack/ringbuffer.h>
 #include <math.h>
@@ -35,16 +36,10 @@ static atomic_long callback_count;
 static atomic_int xruns;
 static atomic_int running = 1;
 
-static uint64_t nanoseconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
 /* [audio-thread] No allocation, no locks, no I/O. */
 static int process(jack_nframes_t nframes, void *arg) {
     (void)arg;
-    uint64_t started = nanoseconds();
+    uint64_t started = callback_stats_nanoseconds();
     if (nframes > MAX_FRAMES) nframes = MAX_FRAMES;
     size_t wanted = (size_t)nframes * (size_t)channels * sizeof(float);
     size_t got = jack_ringbuffer_read(ring, (char *)scratch, wanted);
@@ -55,7 +50,7 @@ static int process(jack_nframes_t nframes, void *arg) {
         for (jack_nframes_t frame = 0; frame < nframes; frame++, in += channels) out[frame] = *in;
     }
     long index = atomic_load_explicit(&callback_count, memory_order_relaxed);
-    if (index < MAX_CALLBACKS) durations[index] = (uint32_t)(nanoseconds() - started);
+    if (index < MAX_CALLBACKS) durations[index] = (uint32_t)(callback_stats_nanoseconds() - started);
     atomic_store_explicit(&callback_count, index + 1, memory_order_release);
     return 0;
 }
@@ -82,17 +77,6 @@ static void *feed(void *arg) {
         usleep(1000);
     }
     return NULL;
-}
-
-static int compare(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static double percentile(const uint32_t *sorted, long count, double p) {
-    long index = (long)(p * (double)count);
-    if (index > count - 1) index = count - 1;
-    return sorted[index] / 1000.0;
 }
 
 int main(int argc, char **argv) {
@@ -139,11 +123,7 @@ int main(int argc, char **argv) {
     long count = atomic_load_explicit(&callback_count, memory_order_acquire);
     if (count > MAX_CALLBACKS) count = MAX_CALLBACKS;
     if (count == 0) { fprintf(stderr, "jack-copy-client: no callbacks ran\n"); return 1; }
-    qsort(durations, (size_t)count, sizeof(uint32_t), compare);
-    printf("{\"callbackMicroseconds\": {\"p50\": %.3f, \"p99\": %.3f, \"p99.9\": %.3f, \"max\": %.3f, \"count\": %ld}, "
-           "\"xruns\": %d}\n",
-           percentile(durations, count, 0.5), percentile(durations, count, 0.99),
-           percentile(durations, count, 0.999), durations[count - 1] / 1000.0, count, atomic_load(&xruns));
+    callback_stats_print(durations, count, atomic_load(&xruns), -1);
     jack_client_close(client);
     jack_ringbuffer_free(ring);
     free(scratch);

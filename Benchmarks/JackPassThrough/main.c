@@ -13,6 +13,7 @@
  *    "xruns": N, "cpuSeconds": S}
  */
 #include <errno.h>
+#include "callback_stats.h"
 #include <jack/jack.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,23 +34,17 @@ static uint32_t *durations;       /* nanoseconds per callback; allocated before 
 static atomic_long callback_count;
 static atomic_int xruns;
 
-static uint64_t nanoseconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
 /* [audio-thread] No allocation, no locks, no I/O. */
 static int process(jack_nframes_t nframes, void *arg) {
     (void)arg;
-    uint64_t started = nanoseconds();
+    uint64_t started = callback_stats_nanoseconds();
     for (int channel = 0; channel < channels; channel++) {
         const float *in = jack_port_get_buffer(inputs[channel], nframes);
         float *out = jack_port_get_buffer(outputs[channel], nframes);
         memcpy(out, in, sizeof(float) * nframes);
     }
     long index = atomic_load_explicit(&callback_count, memory_order_relaxed);
-    if (index < MAX_CALLBACKS) durations[index] = (uint32_t)(nanoseconds() - started);
+    if (index < MAX_CALLBACKS) durations[index] = (uint32_t)(callback_stats_nanoseconds() - started);
     atomic_store_explicit(&callback_count, index + 1, memory_order_release);
     return 0;
 }
@@ -59,17 +54,6 @@ static int on_xrun(void *arg) {
     (void)arg;
     atomic_fetch_add_explicit(&xruns, 1, memory_order_relaxed);
     return 0;
-}
-
-static int compare(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static double percentile(const uint32_t *sorted, long count, double p) {
-    long index = (long)(p * (double)count);
-    if (index > count - 1) index = count - 1;
-    return sorted[index] / 1000.0;
 }
 
 int main(int argc, char **argv) {
@@ -120,15 +104,11 @@ int main(int argc, char **argv) {
     long count = atomic_load_explicit(&callback_count, memory_order_acquire);
     if (count > MAX_CALLBACKS) count = MAX_CALLBACKS;
     if (count == 0) { fprintf(stderr, "jack-passthrough: no callbacks ran\n"); return 1; }
-    qsort(durations, (size_t)count, sizeof(uint32_t), compare);
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     double cpu = (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec * 1e-6
         + (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec * 1e-6;
-    printf("{\"callbackMicroseconds\": {\"p50\": %.3f, \"p99\": %.3f, \"p99.9\": %.3f, \"max\": %.3f, \"count\": %ld}, "
-           "\"xruns\": %d, \"cpuSeconds\": %.4f}\n",
-           percentile(durations, count, 0.5), percentile(durations, count, 0.99),
-           percentile(durations, count, 0.999), durations[count - 1] / 1000.0, count, atomic_load(&xruns), cpu);
+    callback_stats_print(durations, count, atomic_load(&xruns), cpu);
     jack_client_close(client);
     free(durations);
     return 0;

@@ -224,42 +224,41 @@ final class JackCycleEngine: @unchecked Sendable {
     /// nodes' latency between them; a capture port's playback latency is the largest
     /// playback latency of the sinks it feeds plus the nodes' latency.
     func setLatencies(_ mode: jack_latency_callback_mode_t) {
+        let capture = mode == JackCaptureLatency
+        // Capture mode: our outputs (playback endpoints) take their inputs' latency; playback
+        // mode: our inputs (capture endpoints) take their outputs'.
+        let targets = capture ? playbackSide : captureSide
+        let others = capture ? captureSide : playbackSide
         let graph = cycle.takeUnretainedValue()
-        if mode == JackCaptureLatency {
-            for sink in 0..<playbackCount {
-                var range = jack_latency_range_t(min: 0, max: 0)
-                var found = false
-                for source in 0..<captureCount {
-                    guard let nodes = graph.latency(fromCapture: captureIndices[source], toPlayback: playbackIndices[sink]) else { continue }
-                    let upstream = portsRange(capturePorts + captureOffsets[source], count: captureChannels[source], mode: mode)
-                    range = found ? jack_latency_range_t(min: min(range.min, upstream.min + UInt32(nodes)), max: max(range.max, upstream.max + UInt32(nodes)))
-                        : jack_latency_range_t(min: upstream.min + UInt32(nodes), max: upstream.max + UInt32(nodes))
-                    found = true
-                }
-                for channel in 0..<playbackChannels[sink] {
-                    guard let port = playbackPorts[playbackOffsets[sink] + channel] else { continue }
-                    jack_port_set_latency_range(port, mode, &range)
-                }
+        for target in 0..<targets.count {
+            var range = jack_latency_range_t(min: 0, max: 0)
+            var found = false
+            for other in 0..<others.count {
+                let (source, sink) = capture ? (other, target) : (target, other)
+                guard let nodes = graph.latency(fromCapture: captureIndices[source], toPlayback: playbackIndices[sink]) else { continue }
+                let through = portsRange(others.ports + others.offsets[other], count: others.channels[other], mode: mode)
+                let low = through.min + UInt32(nodes), high = through.max + UInt32(nodes)
+                range = found ? jack_latency_range_t(min: min(range.min, low), max: max(range.max, high)) : jack_latency_range_t(min: low, max: high)
+                found = true
             }
-        } else {
-            for source in 0..<captureCount {
-                var range = jack_latency_range_t(min: 0, max: 0)
-                var found = false
-                for sink in 0..<playbackCount {
-                    guard let nodes = graph.latency(fromCapture: captureIndices[source], toPlayback: playbackIndices[sink]) else { continue }
-                    let downstream = portsRange(playbackPorts + playbackOffsets[sink], count: playbackChannels[sink], mode: mode)
-                    range = found ? jack_latency_range_t(min: min(range.min, downstream.min + UInt32(nodes)), max: max(range.max, downstream.max + UInt32(nodes)))
-                        : jack_latency_range_t(min: downstream.min + UInt32(nodes), max: downstream.max + UInt32(nodes))
-                    found = true
-                }
-                for channel in 0..<captureChannels[source] {
-                    guard let port = capturePorts[captureOffsets[source] + channel] else { continue }
-                    jack_port_set_latency_range(port, mode, &range)
-                }
+            for channel in 0..<targets.channels[target] {
+                guard let port = targets.ports[targets.offsets[target] + channel] else { continue }
+                jack_port_set_latency_range(port, mode, &range)
             }
-            updateOutputLatency()
         }
+        if !capture { updateOutputLatency() }
     }
+
+    /// One direction's endpoints: their count, channels, first-port offsets and ports.
+    private struct Side {
+        let count: Int
+        let channels: UnsafeMutablePointer<Int>
+        let offsets: UnsafeMutablePointer<Int>
+        let ports: UnsafeMutablePointer<OpaquePointer?>
+    }
+
+    private var playbackSide: Side { Side(count: playbackCount, channels: playbackChannels, offsets: playbackOffsets, ports: playbackPorts) }
+    private var captureSide: Side { Side(count: captureCount, channels: captureChannels, offsets: captureOffsets, ports: capturePorts) }
 
     /// The widest range over `count` ports.
     private func portsRange(_ ports: UnsafeMutablePointer<OpaquePointer?>, count: Int, mode: jack_latency_callback_mode_t) -> jack_latency_range_t {
