@@ -248,7 +248,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SluiceCLITests",
-            dependencies: ["CSndFile", "SluiceTestSupport", "JackTestSupport"]
+            dependencies: ["CSndFile", "SluiceTestSupport", "JackTestSupport", "HTTPTestSupport"]
         ),
         .testTarget(
             name: "SluiceHTTPProviderTests",

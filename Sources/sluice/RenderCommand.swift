@@ -33,6 +33,8 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var failures: FailureOptions
+
     func validate() throws {
         if let rate, !(1000...384_000).contains(rate) { throw ValidationError("--rate must be 1000…384000 Hz") }
         if let block, !(16...8192).contains(block) { throw ValidationError("--block must be 16…8192 frames") }
@@ -74,11 +76,8 @@ struct RenderCommand: ParsableCommand {
         }
         progress.finish()
         file = nil
-        for failure in report.failures { printError("warning: \(failure)") }
         if stats == .json { try StatsOutput.print(report) }
-        if report.cancelled {
-            printError("interrupted: rendered \(report.audioSeconds) s, faded out")
-            throw ExitCode(130)
-        }
+        if report.cancelled { printError("interrupted: rendered \(report.audioSeconds) s, faded out") }
+        try failures.finish(report)
     }
 }

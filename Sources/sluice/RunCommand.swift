@@ -25,8 +25,10 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var failures: FailureOptions
+
     func run() throws {
-        try LivePlayback.play(graph, text: text, server: server, stats: stats)
+        try LivePlayback.play(graph, text: text, server: server, stats: stats, failures: failures)
     }
 }
 
@@ -46,14 +48,18 @@ struct LaunchCommand: ParsableCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var failures: FailureOptions
+
     func run() throws {
-        try LivePlayback.play(elements.joined(separator: " "), text: nil, server: server, stats: stats, oneLine: true)
+        try LivePlayback.play(elements.joined(separator: " "), text: nil, server: server, stats: stats, failures: failures, oneLine: true)
     }
 }
 
 /// What `run` and `launch` share: compile live, start, follow, report.
 enum LivePlayback {
-    static func play(_ argument: String, text: TextOptions?, server: String?, stats: StatsFormat?, oneLine: Bool = false) throws {
+    static func play(
+        _ argument: String, text: TextOptions?, server: String?, stats: StatsFormat?, failures: FailureOptions, oneLine: Bool = false
+    ) throws {
         let compiled = try GraphLoading.compile(argument, options: .init(isLive: true), server: server, oneLine: oneLine)
         try text?.feed(compiled)
         let live = try LiveRun(graph: compiled)
@@ -70,9 +76,8 @@ enum LivePlayback {
             printError("error: \(error)")
             throw ExitCode(1)
         }
-        for failure in report.failures { printError("warning: \(failure)") }
         if stats == .json { try StatsOutput.print(report, extra: jackFigures(compiled)) }
-        if report.cancelled { throw ExitCode(130) }
+        try failures.finish(report)
     }
 
     /// xruns, the client names JACK gave, and the callback's duration percentiles.

@@ -53,6 +53,8 @@ struct SpeakCommand: ParsableCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var failures: FailureOptions
+
     enum StrategyName: String, ExpressibleByArgument, CaseIterable {
         case stream, buffered, auto
         case generateFirst = "generate-first"
@@ -89,10 +91,9 @@ struct SpeakCommand: ParsableCommand {
         configuration.output = out.map { .file(path: $0) } ?? .jack(server: server)
         if !noCache { configuration.cache = try? SynthesisCache() }
 
-        let speech: SpeechController
-        let result: SpeechResult
+        let speech = try Self.controller(configuration)
+        var result: SpeechResult
         do {
-            speech = try SpeechController(configuration)
             signal(SIGINT, SIG_IGN)
             let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
             interrupt.setEventHandler { speech.cancel() }
@@ -110,11 +111,15 @@ struct SpeakCommand: ParsableCommand {
             if speech.state == .running { try speech.finish() }
             result = try speech.waitUntilFinished()
         } catch SpeechError.alreadyCancelled {
-            throw ExitCode(130)
+            throw ExitCode(ExitStatus.interrupted)
+        } catch SpeechError.provider(let failure) where failures.keepGoing {
+            // The audio received before the failure played out (or was written), faded.
+            printError("warning: \(failure)")
+            result = failure.result
         } catch let error as SpeechError {
             printError("error: \(error)")
             if case .provider(let failure) = error { printError("heard: \(failure.result.heard.heard)") }
-            throw ExitCode(1)
+            throw ExitCode(ExitStatus.failure)
         }
         printError(Self.summary(result))
         if stats == .json {
@@ -124,7 +129,17 @@ struct SpeakCommand: ParsableCommand {
         }
         if result.cancelled {
             printError("cancelled: heard \"\(result.heard.heard)\"")
-            throw ExitCode(130)
+            throw ExitCode(ExitStatus.interrupted)
+        }
+    }
+
+    /// The controller, or exit 1 with the reason (a graph, provider or device error).
+    private static func controller(_ configuration: SpeechConfiguration) throws -> SpeechController {
+        do {
+            return try SpeechController(configuration)
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(ExitStatus.failure)
         }
     }
 

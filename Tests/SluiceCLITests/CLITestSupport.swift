@@ -31,10 +31,12 @@ enum CLI {
 
     /// Runs `sluice arguments…` in `directory` (the package root unless told), with `input`
     /// on standard input when given, and `cacheHome` as its XDG cache folder.
-    static func sluice(_ arguments: [String], in directory: URL = packageRoot, input: Data? = nil) throws -> CommandRunner.Outcome {
+    static func sluice(
+        _ arguments: [String], in directory: URL = packageRoot, input: Data? = nil, environment: [String: String] = [:]
+    ) throws -> CommandRunner.Outcome {
         try CommandRunner.run(
             "sluice", arguments, timeout: timeout, standardInput: input, currentDirectory: directory,
-            environment: ["XDG_CACHE_HOME": cacheHome])
+            environment: environment.merging(["XDG_CACHE_HOME": cacheHome]) { mine, _ in mine })
     }
 
     /// The `.yaml` graphs shipped in `graphs/`, by file name.
