@@ -33,8 +33,10 @@ struct ElevenLabs: HTTPSpeechService {
             Parameter("speaker-boost", .boolean, default: nil, summary: "voice_settings.use_speaker_boost."),
             Parameter("quota-check", .boolean, default: .boolean(false),
                       summary: "Before each request, ask GET /v1/user/subscription and refuse text beyond the characters left."),
-            Parameter("base-url", .string, default: .string("https://api.elevenlabs.io"), summary: "The API's address."),
-            Parameter("key-env", .string, default: .string("ELEVENLABS_API_KEY"), summary: "The environment variable holding the API key."),
+            Parameter("base-url", .string, default: nil,
+                      summary: "The API's address (default $ELEVENLABS_BASE_URL, else https://api.elevenlabs.io); the key goes only to a host you trust (docs/providers/secrets.md)."),
+            Parameter("key-env", .string, default: .string("ELEVENLABS_API_KEY"),
+                      summary: "The environment variable holding the API key (its name begins with ELEVENLABS_ or SLUICE_)."),
         ] + HTTPOptions.parameters)
 
     let baseURL: String
@@ -50,8 +52,14 @@ struct ElevenLabs: HTTPSpeechService {
     let key: String
     let format: PCMFormat
 
+    /// The key goes only to ElevenLabs or a host the user configured (docs/providers/secrets.md).
+    static let secretPolicy = SecretPolicy(
+        service: "ElevenLabs", variablePrefixes: ["ELEVENLABS_"], defaultBaseURL: "https://api.elevenlabs.io",
+        baseURLVariable: "ELEVENLABS_BASE_URL")
+
     init(_ parameters: Parameters) throws(PluginError) {
-        baseURL = try ServiceSupport.baseURL(parameters.string("base-url") ?? "https://api.elevenlabs.io")
+        let policy = Self.secretPolicy
+        baseURL = try ServiceSupport.baseURL(parameters.string("base-url") ?? policy.configuredBaseURL ?? "https://api.elevenlabs.io")
         voice = parameters.string("voice") ?? "21m00Tcm4TlvDq8ikWAM"
         model = parameters.string("model") ?? "eleven_flash_v2_5"
         outputFormat = parameters.string("output-format") ?? "pcm_24000"
@@ -61,6 +69,8 @@ struct ElevenLabs: HTTPSpeechService {
         speakerBoost = parameters.boolean("speaker-boost")
         quotaCheck = parameters.boolean("quota-check") ?? false
         keyVariable = parameters.string("key-env") ?? "ELEVENLABS_API_KEY"
+        try policy.checkVariable(keyVariable, parameter: "key-env")
+        try policy.checkDestination(baseURL, parameter: "base-url")
         guard let key = ServiceSupport.environment(keyVariable) else {
             throw PluginError(
                 code: "missing-key",

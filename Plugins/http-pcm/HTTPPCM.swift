@@ -26,7 +26,7 @@ struct HTTPPCM: HTTPSpeechService {
             Parameter("url", .string, default: nil, required: true,
                       summary: "URL template: {text}, {text-url}, {text-json} and {env:NAME} are replaced."),
             Parameter("method", .choice(["POST", "GET", "PUT"]), default: .string("POST"), summary: "The HTTP method."),
-            Parameter("headers", .string, default: nil, summary: "'Name: value' lines (templates), e.g. 'Authorization: Bearer {env:TOKEN}'."),
+            Parameter("headers", .string, default: nil, summary: "'Name: value' lines (templates), e.g. 'Authorization: Bearer {env:SLUICE_TTS_TOKEN}'."),
             Parameter("body", .string, default: nil, summary: "Body template, e.g. '{\"input\": {text-json}}'."),
             Parameter("sample-format", .choice(sampleFormats), default: .string("s16le"), summary: "How the response's samples are stored."),
             Parameter("rate", .integer(1_000...384_000), default: .integer(24_000), unit: "Hz", summary: "The response's sample rate."),
@@ -39,6 +39,10 @@ struct HTTPPCM: HTTPSpeechService {
     let body: Template?
     let format: PCMFormat
     let secrets: [String]
+
+    /// `{env:NAME}` reads only SLUICE_ variables, and what it reads goes only to this machine or
+    /// a host the user trusts (docs/providers/secrets.md).
+    static let secretPolicy = SecretPolicy(service: "http-pcm", variablePrefixes: [], defaultBaseURL: nil, baseURLVariable: nil)
 
     init(_ parameters: Parameters) throws(PluginError) {
         method = parameters.string("method") ?? "POST"
@@ -72,6 +76,10 @@ struct HTTPPCM: HTTPSpeechService {
         guard example.hasPrefix("http://") || example.hasPrefix("https://") else {
             throw PluginError(code: "bad-parameter", message: "url must start with http:// or https://")
         }
+        guard url.fixesHost else {
+            throw PluginError(code: "bad-parameter", message: "url: {text}, {text-url} and {text-json} may not appear in the host; put them in the path, query or body")
+        }
+        if !environment.isEmpty { try Self.secretPolicy.checkDestination(example, parameter: "url") }
     }
 
     func request(for text: String) throws(PluginError) -> HTTPRequest {
@@ -117,6 +125,7 @@ struct Template: Sendable {
             case "text-json": piece = .textJSON
             case _ where name.hasPrefix("env:"):
                 let variable = String(name.dropFirst(4))
+                try HTTPPCM.secretPolicy.checkVariable(variable, parameter: "\(parameter) {env:\(variable)}")
                 guard let value = ServiceSupport.environment(variable) else {
                     throw PluginError(code: "missing-env", message: "\(parameter) uses {env:\(variable)} but \(variable) is not set")
                 }
@@ -137,6 +146,18 @@ struct Template: Sendable {
         literal += rest
         if !literal.isEmpty { pieces.append(.literal(literal)) }
         self.pieces = pieces
+    }
+
+    /// Whether the scheme and host come before any text placeholder, so the text cannot
+    /// choose where the request (and any secret in it) goes.
+    var fixesHost: Bool {
+        var prefix = ""
+        for piece in pieces {
+            guard case .literal(let value) = piece else { break }
+            prefix += value
+        }
+        guard let scheme = prefix.range(of: "://") else { return false }
+        return prefix[scheme.upperBound...].contains(where: { $0 == "/" || $0 == "?" || $0 == "#" })
     }
 
     func expand(_ text: String) -> String {

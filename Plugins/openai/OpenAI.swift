@@ -27,10 +27,10 @@ struct OpenAISpeech: HTTPSpeechService {
             Parameter("voice", .string, default: .string("alloy"), summary: "The voice."),
             Parameter("speed", .number(0.25...4), default: .number(1), summary: "Speaking speed, 1 the model's own."),
             Parameter("instructions", .string, default: nil, summary: "How to speak (models that take instructions)."),
-            Parameter("base-url", .string, default: .string(officialBaseURL),
-                      summary: "The API's address; a local server that speaks the same API works too."),
+            Parameter("base-url", .string, default: nil,
+                      summary: "The API's address (default $OPENAI_BASE_URL, else https://api.openai.com); a local server that speaks the same API works too."),
             Parameter("key-env", .string, default: .string("OPENAI_API_KEY"),
-                      summary: "The environment variable holding the key (required only for api.openai.com)."),
+                      summary: "The environment variable holding the key (required only for api.openai.com; its name begins with OPENAI_ or SLUICE_)."),
         ] + HTTPOptions.parameters)
 
     let baseURL: String
@@ -42,14 +42,22 @@ struct OpenAISpeech: HTTPSpeechService {
     let key: String?
     let format = PCMFormat(.s16le, sampleRate: 24_000, channels: 1)
 
+    /// A key goes only to OpenAI or a host the user configured (docs/providers/secrets.md).
+    static let secretPolicy = SecretPolicy(
+        service: "OpenAI", variablePrefixes: ["OPENAI_"], defaultBaseURL: officialBaseURL, baseURLVariable: "OPENAI_BASE_URL")
+
     init(_ parameters: Parameters) throws(PluginError) {
-        baseURL = try ServiceSupport.baseURL(parameters.string("base-url") ?? Self.officialBaseURL)
+        let policy = Self.secretPolicy
+        baseURL = try ServiceSupport.baseURL(parameters.string("base-url") ?? policy.configuredBaseURL ?? Self.officialBaseURL)
         model = parameters.string("model") ?? "gpt-4o-mini-tts"
         voice = parameters.string("voice") ?? "alloy"
         speed = parameters.double("speed") ?? 1
         instructions = parameters.string("instructions")
         keyVariable = parameters.string("key-env") ?? "OPENAI_API_KEY"
+        try policy.checkVariable(keyVariable, parameter: "key-env")
         key = ServiceSupport.environment(keyVariable)
+        // Without a key nothing secret is sent, so any server that speaks the API will do.
+        if key != nil { try policy.checkDestination(baseURL, parameter: "base-url") }
         if key == nil && baseURL == Self.officialBaseURL {
             throw PluginError(
                 code: "missing-key", message: "OpenAI needs an API key: set \(keyVariable) (https://platform.openai.com/api-keys)")
