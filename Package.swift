@@ -164,7 +164,8 @@ let package = Package(
             name: "SluiceBenchmarks",
             dependencies: [
                 "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate",
-                "SluiceGraph", "SluiceConfig", "CSndFile", "SluicePlugins", "HTTPTestSupport",
+                "SluiceGraph", "SluiceConfig", "CSndFile", "SluicePlugins", "HTTPTestSupport", "SluiceTestSupport",
+                .product(name: "Yams", package: "Yams"),
             ],
             path: "Benchmarks/SluiceBenchmarks"
         ),

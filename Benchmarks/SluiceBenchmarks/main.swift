@@ -15,6 +15,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("jack", "jack.sink on a private jackd vs a C client, jack_simple_client, gst jackaudiosink", JackSuite.run),
     ("providers", "http-pcm provider from a loopback server vs curl to /dev/null, bytes per second", ProvidersSuite.run),
     ("speech", "sluice speak - fed 30 tokens/s: first audio after the first sentence vs espeak-ng --stdout", SpeechSuite.run),
+    ("sizes", "reading and compiling 20 000-node graphs, 2 MB of comments, 2 000 repeated keys vs libyaml's compose", SizesSuite.run),
 ]
 
 let defaultRuns = 7

@@ -36,6 +36,10 @@ public enum GraphFile {
             // Only when the key could not be found in the text (a key that is not a scalar).
             let place = mark.line >= 1 ? SourceLocation(file: file, line: mark.line, column: mark.column) : nil
             throw GraphDiagnostics([GraphDiagnostic("duplicate key '\(key)'", at: place, fix: "keep one of them")])
+        case .failure(.tooDeep(let line, let column)):
+            throw GraphDiagnostics([GraphDiagnostic(
+                "lists and mappings nest more than \(GraphLimits.nesting) deep (the limit of a graph file)",
+                at: SourceLocation(file: file, line: line, column: column), fix: "a graph file needs 4 levels: nodes, a node, its parameters, a list")])
         }
         var reader = YAMLGraphReader(file: file, source: composer.source, originalKeys: composer.originalKeys)
         let description = reader.read(root, defaultName: defaultName(for: file), baseDirectory: baseDirectory)
@@ -56,11 +60,24 @@ public enum GraphFile {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { throw unreadable("no such file") }
         guard !isFolder.boolValue else { throw unreadable("it is a folder") }
         guard FileManager.default.isReadableFile(atPath: path) else { throw unreadable("permission denied") }
+        // Only a regular file, and only up to the limit: a FIFO or a device would block or
+        // never end.
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        guard attributes?[.type] as? FileAttributeType == .typeRegular else { throw unreadable("it is not a regular file") }
+        let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
+        guard size <= GraphLimits.fileBytes else {
+            throw unreadable("it is \(size) bytes; a graph file may be at most \(GraphLimits.fileBytes / (1 << 20)) MiB")
+        }
         let data: Data
         do {
-            data = try Data(contentsOf: url)
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            data = try handle.read(upToCount: GraphLimits.fileBytes + 1) ?? Data()
         } catch {
             throw unreadable(error.localizedDescription)
+        }
+        guard data.count <= GraphLimits.fileBytes else {
+            throw unreadable("it grew past \(GraphLimits.fileBytes / (1 << 20)) MiB while being read")
         }
         guard let text = String(data: data, encoding: .utf8) else { throw unreadable("it is not UTF-8 text") }
         return try parse(text, file: path, baseDirectory: url.deletingLastPathComponent().path)

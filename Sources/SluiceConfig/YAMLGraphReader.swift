@@ -339,6 +339,11 @@ struct YAMLGraphReader {
                   at: location(value), fix: fix)
             return nil
         }
+        if seconds > GraphLimits.playbackSeconds {
+            error("playback \(key) must be at most \(Self.format(GraphLimits.playbackSeconds)) seconds (the limit of a graph), not \(scalar.string)",
+                  at: location(value), fix: fix)
+            return nil
+        }
         return seconds
     }
 

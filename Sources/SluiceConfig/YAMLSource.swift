@@ -7,22 +7,33 @@ import Yams
 struct YAMLSource {
     /// The lines without their "\n" (a "\r" before it stays, so joining restores the text).
     private(set) var lines: [[Unicode.Scalar]]
+    /// The text, kept as read and rebuilt only after an edit (joining lines per call would
+    /// make every caller linear in the file, and some call it per key).
+    private(set) var text: String
+    /// Whether the text holds private-use characters (U+E000…U+F8FF), the stand-ins' range.
+    let hasPrivateUse: Bool
 
     init(_ text: String) {
         var lines: [[Unicode.Scalar]] = [[]]
+        var privateUse = false
         for scalar in text.unicodeScalars {
             if scalar == "\n" { lines.append([]) } else { lines[lines.count - 1].append(scalar) }
+            if (0xE000...0xF8FF).contains(scalar.value) { privateUse = true }
         }
         self.lines = lines
+        self.text = text
+        hasPrivateUse = privateUse
     }
 
-    var text: String {
-        var result = String.UnicodeScalarView()
+    /// The lines joined again, in one UTF-8 buffer.
+    private static func join(_ lines: [[Unicode.Scalar]]) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(lines.reduce(lines.count) { $0 + $1.count })
         for (index, line) in lines.enumerated() {
-            if index > 0 { result.append("\n") }
-            result.append(contentsOf: line)
+            if index > 0 { bytes.append(UInt8(ascii: "\n")) }
+            for scalar in line { UTF8.encode(scalar) { bytes.append($0) } }
         }
-        return String(result)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether `content` is written verbatim at 1-based `line`/`column` (so columns inside it
@@ -49,9 +60,14 @@ struct YAMLSource {
         return holds(content, line: mark.line, column: column) ? (mark.line, column) : nil
     }
 
+    /// Replaces scalars in place; `rejoin()` brings `text` up to date after a batch of edits.
     mutating func replace(line: Int, column: Int, count: Int, with replacement: [Unicode.Scalar]) {
         let start = column - 1
         lines[line - 1].replaceSubrange(start ..< start + count, with: replacement)
+    }
+
+    mutating func rejoin() {
+        text = Self.join(lines)
     }
 
     /// 1-based line and column (in scalars, as marks count) of a character offset into the
@@ -72,13 +88,22 @@ struct YAMLSource {
 
 /// Composes a YAML document, keeping duplicate mapping keys. Yams refuses a mapping whose
 /// keys repeat, but a graph file's duplicate node names and parameters are the compiler's to
-/// report (with both places), so each repeat Yams finds is renamed in the text to a
-/// same-length stand-in of private-use characters (columns stay exact) and the text is
-/// composed again. `originalKeys` maps each stand-in back to the key as written.
+/// report (with both places), so each repeat is renamed in the text to a same-length stand-in
+/// of private-use characters (columns stay exact) and the text is composed again.
+/// `originalKeys` maps each stand-in back to the key as written.
+///
+/// Linear in the file: one pass of libyaml's event parser finds every repeated scalar key of
+/// every mapping, all are renamed at once, and the text is composed once more. Only a repeat
+/// that pass cannot see (Yams comparing keys it does not) falls back to one rename per
+/// compose, and that fallback is bounded.
 struct DuplicateTolerantComposer {
     private(set) var source: YAMLSource
     private(set) var originalKeys: [String: String] = [:]
     private var counter = 0
+
+    /// Composes after a bulk rename that leave repeats are retried one at a time, at most
+    /// this often (each is a whole parse).
+    static let fallbackRenames = 64
 
     init(_ text: String) {
         source = YAMLSource(text)
@@ -89,45 +114,53 @@ struct DuplicateTolerantComposer {
         case yaml(any Error)
         /// A duplicate key that could not be found in the text to rename.
         case duplicate(key: String, mark: Yams.Mark)
+        /// Collections nested deeper than `GraphLimits.nesting`, first at this place.
+        case tooDeep(line: Int, column: Int)
     }
 
     mutating func compose() -> Result<Yams.Node?, Failure> {
-        // Each pass renames one repeat to a key found nowhere else, so every pass leaves one
-        // repeat fewer and the loop ends.
+        let scan = YAMLEventScan(source.text, maximumDepth: GraphLimits.nesting)
+        if let place = scan.tooDeep { return .failure(.tooDeep(line: place.line, column: place.column)) }
+        var renamed = 0
+        for key in scan.repeats where rename(key.name, line: key.line, column: key.column) { renamed += 1 }
+        if renamed > 0 { source.rejoin() }
+        var fallbacks = 0
         while true {
             do {
                 return .success(try Yams.compose(yaml: source.text))
             } catch YamlError.duplicatedKeysInMapping(let duplicates, let context) {
                 // Yams names the duplicated keys sorted, and gives the place of the first
-                // one's first occurrence.
-                guard let key = duplicates.first, rename(key, at: context.mark) else {
+                // one's first occurrence; each pass renames one, so the loop ends.
+                fallbacks += 1
+                guard fallbacks <= Self.fallbackRenames, let key = duplicates.first, rename(key, line: context.mark.line, column: context.mark.column) else {
                     return .failure(.duplicate(key: duplicates.first ?? "", mark: context.mark))
                 }
+                source.rejoin()
             } catch {
                 return .failure(.yaml(error))
             }
         }
     }
 
-    private mutating func rename(_ key: String, at mark: Yams.Mark) -> Bool {
+    private mutating func rename(_ key: String, line: Int, column start: Int) -> Bool {
         let content = Array(key.unicodeScalars)
-        guard !content.isEmpty, mark.line >= 1, mark.line <= source.lines.count,
-              mark.column >= 1, mark.column <= source.lines[mark.line - 1].count else { return false }
-        let first = source.lines[mark.line - 1][mark.column - 1]
+        guard !content.isEmpty, line >= 1, line <= source.lines.count,
+              start >= 1, start <= source.lines[line - 1].count else { return false }
+        let first = source.lines[line - 1][start - 1]
         // A plain key cannot start with a quote, so a quote here opens a quoted key.
-        let column = first == "\"" || first == "'" ? mark.column + 1 : mark.column
-        guard source.holds(content, line: mark.line, column: column),
+        let column = first == "\"" || first == "'" ? start + 1 : start
+        guard source.holds(content, line: line, column: column),
               let standIn = nextStandIn(length: content.count) else { return false }
-        source.replace(line: mark.line, column: column, count: content.count, with: standIn)
+        source.replace(line: line, column: column, count: content.count, with: standIn)
         originalKeys[String(String.UnicodeScalarView(standIn))] = key
         return true
     }
 
     /// A string of `length` characters from U+E000…U+F8FF (which libyaml accepts in plain
-    /// scalars) that appears nowhere in the text.
+    /// scalars) that no key of the text can equal. A text without private-use characters
+    /// cannot hold one, so only such (rare) texts are searched.
     private mutating func nextStandIn(length: Int) -> [Unicode.Scalar]? {
         let base = 0xF900 - 0xE000
-        let text = source.text
         while true {
             var value = counter
             counter += 1
@@ -138,7 +171,7 @@ struct DuplicateTolerantComposer {
             }
             guard value == 0 else { return nil }  // no stand-in of this length is left
             let candidate = String(String.UnicodeScalarView(scalars))
-            if originalKeys[candidate] == nil && !text.contains(candidate) { return scalars }
+            if originalKeys[candidate] == nil && !(source.hasPrivateUse && source.text.contains(candidate)) { return scalars }
         }
     }
 }

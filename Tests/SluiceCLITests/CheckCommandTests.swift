@@ -201,4 +201,19 @@ struct CheckCommandTests {
         #expect(outcome.standardOutput == "")
         #expect(outcome.standardError == "error: cannot read graph file '\(missing)': no such file\n")
     }
+
+    @Test("a FIFO in place of a graph file is refused, not waited on; a file over 8 MiB is refused unread")
+    func notAFileOrTooLarge() throws {
+        let fifo = folder.file("fifo.yaml").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let waiting = try CLI.sluice(["check", fifo])
+        #expect(waiting.status == 1)
+        #expect(waiting.standardError == "error: cannot read graph file '\(fifo)': it is not a regular file\n")
+
+        let huge = folder.file("huge.yaml")
+        #expect(FileManager.default.createFile(atPath: huge.path, contents: Data(repeating: UInt8(ascii: "#"), count: (8 << 20) + 1)))
+        let large = try CLI.sluice(["check", huge.path])
+        #expect(large.status == 1)
+        #expect(large.standardError == "error: cannot read graph file '\(huge.path)': it is 8388609 bytes; a graph file may be at most 8 MiB\n")
+    }
 }

@@ -28,6 +28,8 @@ public struct GraphCompiler {
     /// - Throws: every problem found, in file order.
     public func compile(_ description: GraphDescription) throws(GraphDiagnostics) -> CompiledGraph {
         var state = CompileState(description: description)
+        checkLimits(&state)
+        guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
         createNodes(&state)
         resolveLinks(&state)
         guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
@@ -42,6 +44,36 @@ public struct GraphCompiler {
         let graph = negotiateFormats(&state, order: order, devices: devices)
         guard state.diagnostics.isEmpty, let graph else { throw state.sortedDiagnostics }
         return graph
+    }
+
+    // MARK: Limits
+
+    /// `GraphLimits`, for graphs from any source (a file's reader checks its own size,
+    /// nesting and playback values with their places; a graph built in code is checked here).
+    private func checkLimits(_ state: inout CompileState) {
+        let description = state.description
+        if description.nodes.count > GraphLimits.nodes {
+            state.error("the graph has \(description.nodes.count) nodes; the limit is \(GraphLimits.nodes)",
+                        at: description.nodes[GraphLimits.nodes].location, fix: "split it into graphs of at most \(GraphLimits.nodes) nodes")
+        }
+        if description.links.count > GraphLimits.links {
+            state.error("the graph has \(description.links.count) links; the limit is \(GraphLimits.links)",
+                        at: description.links[GraphLimits.links].from.location, fix: "split it into graphs of at most \(GraphLimits.links) links")
+        }
+        let playback = description.playback
+        let seconds = 0...GraphLimits.playbackSeconds
+        if !seconds.contains(playback.watermark) {
+            state.error("playback watermark is \(playback.watermark) s; it must be 0…\(Int(GraphLimits.playbackSeconds)) s",
+                        at: playback.location, fix: "watermark: 0.5")
+        }
+        if !(playback.maxBuffered > 0 && playback.maxBuffered <= GraphLimits.playbackSeconds) {
+            state.error("playback max-buffered is \(playback.maxBuffered) s; it must be more than 0 and at most \(Int(GraphLimits.playbackSeconds)) s",
+                        at: playback.location, fix: "max-buffered: 3.0")
+        }
+        if !(16...8192).contains(playback.blockFrames) {
+            state.error("playback block is \(playback.blockFrames) frames; it must be 16…8192",
+                        at: playback.location, fix: "block: 256")
+        }
     }
 
     // MARK: Nodes and parameters
@@ -85,6 +117,7 @@ public struct GraphCompiler {
                     at: declaration.typeLocation, fix: "make the factory return a \(type.descriptor.kind.rawValue) node")
                 continue
             }
+            state.nodeIndex[declaration.name] = state.nodes.count
             state.nodes.append(NodeEntry(
                 declaration: declaration, descriptor: type.descriptor, parameters: parameters,
                 instance: instance, inputPorts: Self.inputPorts(of: type.descriptor, parameters),
@@ -176,12 +209,14 @@ public struct GraphCompiler {
 
     private func resolveLinks(_ state: inout CompileState) {
         let names = state.description.nodes.map(\.name)
+        let declared = Set(names)
+        state.sizeLinkIndexes()
         var inputLinks: [PortKey: LinkDeclaration] = [:]
         var outputLinks: [PortKey: LinkDeclaration] = [:]
         for link in state.description.links {
             // Both ends, always: a bad source end must not hide a bad target end.
-            let from = resolve(link.from, output: true, names: names, &state)
-            let to = resolve(link.to, output: false, names: names, &state)
+            let from = resolve(link.from, output: true, names: names, declared: declared, &state)
+            let to = resolve(link.to, output: false, names: names, declared: declared, &state)
             guard let from, let to else { continue }
             if let first = outputLinks[from] {
                 state.error("output '\(portName(from, output: true, state))' is linked twice (first at \(first.from.location.map { "line \($0.line)" } ?? "an earlier link"))",
@@ -195,13 +230,15 @@ public struct GraphCompiler {
             }
             outputLinks[from] = link
             inputLinks[to] = link
-            state.links.append(ResolvedLink(from: from, to: to, declaration: link))
+            state.addLink(ResolvedLink(from: from, to: to, declaration: link))
         }
     }
 
-    private func resolve(_ reference: PortReference, output: Bool, names: [String], _ state: inout CompileState) -> PortKey? {
-        guard let index = state.nodes.firstIndex(where: { $0.declaration.name == reference.node }) else {
-            if names.contains(reference.node) { return nil }  // declared, but already reported
+    private func resolve(
+        _ reference: PortReference, output: Bool, names: [String], declared: Set<String>, _ state: inout CompileState
+    ) -> PortKey? {
+        guard let index = state.nodeIndex[reference.node] else {
+            if declared.contains(reference.node) { return nil }  // declared, but already reported
             let close = closestNames(to: reference.node, among: names)
             let fix = close.isEmpty
                 ? "declare '\(reference.node)' under `nodes:`"
@@ -271,14 +308,19 @@ public struct GraphCompiler {
     private func topologicalOrder(_ state: inout CompileState) -> [Int]? {
         var incoming = [Int](repeating: 0, count: state.nodes.count)
         for link in state.links { incoming[link.to.node] += 1 }
+        // A queue read from `head`, so the order is the same as first-in first-out.
         var ready = incoming.indices.filter { incoming[$0] == 0 }
+        var head = 0
         var order: [Int] = []
-        while let next = ready.first {
-            ready.removeFirst()
+        order.reserveCapacity(state.nodes.count)
+        while head < ready.count {
+            let next = ready[head]
+            head += 1
             order.append(next)
-            for link in state.links where link.from.node == next {
-                incoming[link.to.node] -= 1
-                if incoming[link.to.node] == 0 { ready.append(link.to.node) }
+            for linkIndex in state.outgoing[next] {
+                let target = state.links[linkIndex].to.node
+                incoming[target] -= 1
+                if incoming[target] == 0 { ready.append(target) }
             }
         }
         guard order.count < state.nodes.count else { return order }
@@ -287,25 +329,29 @@ public struct GraphCompiler {
         // that link's target round to its source.
         let stuck = Set(incoming.indices.filter { incoming[$0] > 0 })
         var path = [stuck.min()!]
+        var onPath = [path[0]: 0]
         var cycle: [Int] = []
         while cycle.isEmpty {
             let last = path.last!
-            let link = state.links.first { $0.to.node == last && stuck.contains($0.from.node) }!
-            let from = link.from.node
-            if let start = path.firstIndex(of: from) {
+            let linkIndex = state.incoming[last].first { stuck.contains(state.links[$0].from.node) }!
+            let from = state.links[linkIndex].from.node
+            if let start = onPath[from] {
                 cycle = Array(path[start...].reversed())  // in link direction
             } else {
+                onPath[from] = path.count
                 path.append(from)
             }
         }
+        var cyclePosition: [Int: Int] = [:]
+        for (position, node) in cycle.enumerated() { cyclePosition[node] = position }
         let cycleLinks = state.links.indices.filter { index in
             let link = state.links[index]
-            guard let position = cycle.firstIndex(of: link.from.node) else { return false }
+            guard let position = cyclePosition[link.from.node] else { return false }
             return cycle[(position + 1) % cycle.count] == link.to.node
         }
         let closing = cycleLinks.max()!
         let startNode = state.links[closing].to.node
-        let offset = cycle.firstIndex(of: startNode)!
+        let offset = cyclePosition[startNode]!
         let names = (0...cycle.count).map { state.nodes[cycle[(offset + $0) % cycle.count]].declaration.name }
         let declaration = state.links[closing].declaration
         state.error("links form a cycle: " + names.joined(separator: " -> "),
@@ -363,8 +409,13 @@ public struct GraphCompiler {
             if let sink = node.instance as? any SinkNode {
                 downstreamRate[index] = options.sinkRate ?? sink.decidedRate(live: options.isLive)
             } else {
-                downstreamRate[index] = state.links.filter { $0.from.node == index }
-                    .lazy.compactMap { downstreamRate[$0.to.node] }.first
+                downstreamRate[index] = nil
+                for linkIndex in state.outgoing[index] {
+                    if let rate = downstreamRate[state.links[linkIndex].to.node] {
+                        downstreamRate[index] = rate
+                        break
+                    }
+                }
             }
         }
         // Forward: each node's outputs from its inputs.
@@ -375,7 +426,7 @@ public struct GraphCompiler {
             var inputs: [StreamFormat] = []
             var known = true
             for port in node.inputPorts.indices {
-                guard let link = state.links.first(where: { $0.to == PortKey(node: index, port: port) }) else {
+                guard let link = state.link(into: PortKey(node: index, port: port)) else {
                     continue  // an optional input left unlinked
                 }
                 guard let format = outputFormats[link.from.node]?[link.from.port] else {
@@ -429,7 +480,7 @@ public struct GraphCompiler {
                         at: declared?.valueLocation ?? node.declaration.location, fix: fix)
             return
         }
-        guard let link = state.links.first(where: { $0.to == PortKey(node: index, port: mismatch.input) }),
+        guard let link = state.link(into: PortKey(node: index, port: mismatch.input)),
               mismatch.input < inputs.count else {
             state.error("node '\(name)' (\(node.descriptor.typeName)) cannot use its inputs", at: node.declaration.location)
             return
@@ -482,11 +533,41 @@ struct ResolvedLink {
     var declaration: LinkDeclaration
 }
 
+/// What the compiler has built so far, with the indexes that keep every step linear in
+/// nodes and links (a graph file may come from elsewhere, and be large).
 struct CompileState {
     let description: GraphDescription
     var nodes: [NodeEntry] = []
-    var links: [ResolvedLink] = []
+    /// Node index by name.
+    var nodeIndex: [String: Int] = [:]
+    private(set) var links: [ResolvedLink] = []
+    /// Link indices by the node they leave, and by the node they enter.
+    private(set) var outgoing: [[Int]] = []
+    private(set) var incoming: [[Int]] = []
+    /// The link into each linked input port.
+    private var linkInto: [PortKey: Int] = [:]
     var diagnostics: [GraphDiagnostic] = []
+
+    /// Once every node is created, before the first link.
+    init(description: GraphDescription) {
+        self.description = description
+    }
+
+    mutating func sizeLinkIndexes() {
+        outgoing = Array(repeating: [], count: nodes.count)
+        incoming = Array(repeating: [], count: nodes.count)
+    }
+
+    mutating func addLink(_ link: ResolvedLink) {
+        outgoing[link.from.node].append(links.count)
+        incoming[link.to.node].append(links.count)
+        linkInto[link.to] = links.count
+        links.append(link)
+    }
+
+    func link(into port: PortKey) -> ResolvedLink? {
+        linkInto[port].map { links[$0] }
+    }
 
     mutating func error(_ message: String, at location: SourceLocation?, fix: String? = nil) {
         diagnostics.append(GraphDiagnostic(message, at: location ?? description.file.map { SourceLocation(file: $0, line: 1, column: 1) }, fix: fix))
