@@ -27,21 +27,50 @@ public enum HostRegistry {
         return registry
     }
 
+    /// The registry with every plugin that loaded, and the plugin files that did not.
+    public struct Loaded: Sendable {
+        public var registry: NodeRegistry
+        /// One message per plugin file that failed to load (not a library, a wrong ABI, a
+        /// file or folder others may write). A graph that does not use its types is not
+        /// affected; a graph with a type nobody provides shows these beside that error.
+        public var failures: [String]
+
+        /// The diagnostics with `failures` added as notes to each unknown-type error, so a
+        /// graph that needed a broken plugin's type says why it is missing.
+        public func explaining(_ diagnostics: GraphDiagnostics) -> GraphDiagnostics {
+            guard !failures.isEmpty else { return diagnostics }
+            return GraphDiagnostics(diagnostics.diagnostics.map { diagnostic in
+                guard diagnostic.message.hasPrefix("unknown node type ") else { return diagnostic }
+                var explained = diagnostic
+                let notes = failures.map { "a plugin on the search path did not load: \($0)" }.joined(separator: "; ")
+                explained.fix = (diagnostic.fix.map { $0 + "; " } ?? "") + notes
+                return explained
+            })
+        }
+    }
+
     /// `builtin(server:)` plus the node types of every plugin on the search path of a graph
-    /// in `graphFolder` (nil: no graph folder), with `pluginFolders` searched first.
+    /// in `graphFolder` (nil: no graph folder; pass it only when the user trusts that folder,
+    /// docs/plugins.md), with `pluginFolders` searched first. A plugin that fails to load is
+    /// a failure in the result, not an error: it breaks only the graphs that use it.
     /// [control-thread]
-    public static func full(server: String? = nil, graphFolder: String?, pluginFolders: [String] = []) throws(LoadError) -> NodeRegistry {
+    ///
+    /// - Throws: two plugins naming one type (which one a graph meant cannot be known).
+    public static func load(server: String? = nil, graphFolder: String?, pluginFolders: [String] = []) throws(LoadError) -> Loaded {
         var registry = builtin(server: server)
         var searchPath = PluginSearchPath.standard(graphFolder: graphFolder)
         searchPath.folders.insert(contentsOf: pluginFolders.map { PluginSearchPath.Folder($0, origin: .environment) }, at: 0)
         let catalog = PluginCatalog(searchPath: searchPath)
-        var problems = catalog.errors.map(\.description)
         do throws(PluginError) {
             try catalog.register(into: &registry)
         } catch {
-            problems.append(error.description)
+            throw LoadError(problems: [error.description])
         }
-        guard problems.isEmpty else { throw LoadError(problems: problems) }
-        return registry
+        return Loaded(registry: registry, failures: catalog.errors.map(\.description))
+    }
+
+    /// `load(…)`'s registry. [control-thread]
+    public static func full(server: String? = nil, graphFolder: String?, pluginFolders: [String] = []) throws(LoadError) -> NodeRegistry {
+        try load(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders).registry
     }
 }

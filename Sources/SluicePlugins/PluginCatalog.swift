@@ -94,7 +94,7 @@ public struct PluginCatalog: Sendable {
     }
 
     /// The plugin file names in `folder`, sorted; none when it cannot be read.
-    static func pluginFiles(in folder: String) -> [String] {
+    public static func pluginFiles(in folder: String) -> [String] {
         guard let directory = opendir(folder) else { return [] }
         defer { closedir(directory) }
         var names: [String] = []

@@ -21,13 +21,16 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Two node types share a name: one from `path`, the other from `other` (another
     /// plugin's path, or "the built-in nodes").
     case duplicateType(name: String, path: String, other: String)
+    /// The file, or the folder holding it, may be written by other users, so its code may not
+    /// be the code its owner put there: `writable` is the file or folder, `mode` its bits.
+    case writableByOthers(path: String, writable: String, mode: UInt32)
 
     /// The plugin file at fault.
     public var path: String {
         switch self {
         case .missingFile(let path), .notALibrary(let path, _), .missingEntry(let path), .invalidEntry(let path, _),
             .versionMismatch(let path, _, _), .initFailed(let path), .missingFactory(let path),
-            .invalidDescriptor(let path, _, _), .duplicateType(_, let path, _):
+            .invalidDescriptor(let path, _, _), .duplicateType(_, let path, _), .writableByOthers(let path, _, _):
             path
         }
     }
@@ -52,6 +55,9 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
             "plugin '\(path)', node type '\(type)': \(problem)"
         case .duplicateType(let name, let path, let other):
             "node type '\(name)' from plugin '\(path)' is already defined by \(other); remove one of them from the plugin search path"
+        case .writableByOthers(let path, let writable, let mode):
+            "plugin '\(path)' is not loaded: '\(writable)' may be written by other users (mode \(String(mode & 0o7777, radix: 8))); "
+                + "run `chmod go-w '\(writable)'` if it is yours"
         }
     }
 }

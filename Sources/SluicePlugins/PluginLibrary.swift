@@ -43,6 +43,7 @@ public final class PluginLibrary: @unchecked Sendable {
             defer { free(resolved) }
             return String(cString: resolved)
         } ?? absolute
+        try Self.checkPermissions(path: absolute, resolved: key)
         return try loaded.withLock { (table) throws(PluginError) -> PluginLibrary in
             if let library = table[key]?.library { return library }
             // The last object may be on its way out, its `deinit` waiting for this lock: the
@@ -63,6 +64,25 @@ public final class PluginLibrary: @unchecked Sendable {
         entry = plugin.entry
         factory = plugin.factory
         nodeTypes = plugin.nodeTypes
+    }
+
+    /// Refuses a file, or a folder holding it, that users other than its owner may write
+    /// (group- or world-writable; a folder with the sticky bit, such as /tmp, lets nobody
+    /// replace another's file, so it passes). Checks the path as given and the file it
+    /// resolves to.
+    static func checkPermissions(path: String, resolved: String) throws(PluginError) {
+        for file in Set([path, resolved]) {
+            var status = stat()
+            guard stat(file, &status) == 0 else { continue }
+            if status.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+                throw .writableByOthers(path: path, writable: file, mode: status.st_mode)
+            }
+            let folder = PluginSearchPath.parent(of: file)
+            guard stat(folder, &status) == 0 else { continue }
+            if status.st_mode & (S_IWGRP | S_IWOTH) != 0 && status.st_mode & S_ISVTX == 0 {
+                throw .writableByOthers(path: path, writable: folder, mode: status.st_mode)
+            }
+        }
     }
 
     /// Opens the library, checks its entry, calls its `init` and reads its node types.

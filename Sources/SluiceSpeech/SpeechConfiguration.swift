@@ -84,6 +84,10 @@ public struct SpeechConfiguration: Sendable {
     public var chunker = SentenceChunker()
     /// Folders searched for plugins before the standard search path (docs/plugins.md).
     public var pluginFolders: [String] = []
+    /// Whether plugins in a graph file's own folder are loaded (opening a library runs its
+    /// code, and a graph file may come from elsewhere with libraries beside it). Off by
+    /// default; `sluice speak --trust-graph-folder` turns it on. docs/plugins.md.
+    public var trustGraphFolder = false
     /// Called on the controller's thread at each change: new audio reached the sink, or more
     /// of it played (every few milliseconds while speaking): the samples so far and the
     /// timings. Returning false cancels, as `cancel()` does.

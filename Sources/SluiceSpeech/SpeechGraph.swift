@@ -28,15 +28,21 @@ public enum SpeechGraph {
         playback: { strategy: auto, max-buffered: 3.0 }
         """
 
-    /// The node types a speech graph can use: `HostRegistry.full` (the built-in ones,
+    /// The node types a speech graph can use: `HostRegistry.load` (the built-in ones,
     /// `jack.sink`/`jack.source` on `server` when a graph names none, and every plugin on the
-    /// search path), its load problems as a `SpeechError.graph`.
-    public static func registry(server: String?, graphFolder: String?, pluginFolders: [String] = []) throws(SpeechError) -> NodeRegistry {
+    /// search path; `graphFolder` only when the user trusts it), two plugins naming one type as
+    /// a `SpeechError.graph`.
+    public static func plugins(server: String?, graphFolder: String?, pluginFolders: [String] = []) throws(SpeechError) -> HostRegistry.Loaded {
         do throws(HostRegistry.LoadError) {
-            return try HostRegistry.full(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders)
+            return try HostRegistry.load(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders)
         } catch {
             throw .graph(error.description)
         }
+    }
+
+    /// `plugins(…)`'s registry.
+    public static func registry(server: String?, graphFolder: String?, pluginFolders: [String] = []) throws(SpeechError) -> NodeRegistry {
+        try plugins(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders).registry
     }
 
     /// The graph the configuration names, as declared.
@@ -108,13 +114,15 @@ public enum SpeechGraph {
         case .file:
             live = false
         }
-        let registry = try registry(server: server, graphFolder: declared.baseDirectory, pluginFolders: configuration.pluginFolders)
+        let loaded = try plugins(
+            server: server, graphFolder: configuration.trustGraphFolder ? declared.baseDirectory : nil, pluginFolders: configuration.pluginFolders)
+        let registry = loaded.registry
         let description = try description(declared, for: configuration, registry: registry)
         let graph: CompiledGraph
         do {
             graph = try GraphCompiler(registry: registry, options: .init(isLive: live)).compile(description)
         } catch {
-            throw .graph(error.description)
+            throw .graph(loaded.explaining(error).description)
         }
         let speaking = graph.nodes.filter { $0.instance is any TextDrivenSource }
         guard speaking.count == 1, let node = speaking.first, let source = node.instance as? any TextDrivenSource else {

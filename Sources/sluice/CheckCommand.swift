@@ -14,8 +14,10 @@ struct CheckCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Also list each node, its formats and where it runs in a live run (the JACK cycle, the worker, its own thread).")
     var verbose = false
 
+    @OptionGroup var plugins: PluginOptions
+
     func run() throws {
-        let compiled = try GraphLoading.compile(graph)
+        let compiled = try GraphLoading.compile(graph, trustGraphFolder: plugins.trustGraphFolder)
         print("\(graph): ok (\(compiled.nodes.count) nodes, \(compiled.edges.count) links)")
         guard verbose else { return }
         let placement = compiled.placement

@@ -14,8 +14,10 @@ struct DotCommand: ParsableCommand {
     @Option(name: .long, help: "Render every sink at this rate, as `render --rate` would.")
     var rate: Int?
 
+    @OptionGroup var plugins: PluginOptions
+
     func run() throws {
-        print(GraphvizDOT.text(of: try GraphLoading.compile(graph, options: .init(sinkRate: rate))), terminator: "")
+        print(GraphvizDOT.text(of: try GraphLoading.compile(graph, options: .init(sinkRate: rate), trustGraphFolder: plugins.trustGraphFolder)), terminator: "")
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import SluiceConfig
 import SluiceGraph
 import SluiceHost
+import SluicePlugins
 
 /// Reads the GRAPH argument: a graph file, or a one-line graph (`tone ! fader ! wav.sink
 /// path=out.wav`) when no such file exists and the text has a `!` or a space.
@@ -20,33 +21,62 @@ enum GraphLoading {
         HostRegistry.builtin(server: server)
     }
 
-    /// `registry(server:)` plus the node types of every plugin on the search
-    /// path of a graph in `graphFolder` (nil for a one-line graph: no graph folder) — the
-    /// registry a speech controller uses. A plugin that fails to load, or a type name taken
-    /// twice, is printed and ends the command with exit 1.
-    static func registry(server: String? = nil, graphFolder: String?) throws -> NodeRegistry {
+    /// `registry(server:)` plus the node types of every plugin on the search path: the graph
+    /// file's folder only when `trustGraphFolder` (a graph someone sent may come with
+    /// libraries; opening one runs its code), then SLUICE_PLUGIN_PATH and the install folder.
+    /// Two plugins naming one type end the command with exit 1; a plugin that fails to load
+    /// matters only to a graph that needs its types.
+    static func plugins(server: String? = nil, graphFolder: String?, trustGraphFolder: Bool) throws -> HostRegistry.Loaded {
         do {
-            return try HostRegistry.full(server: server, graphFolder: graphFolder)
+            return try HostRegistry.load(server: server, graphFolder: trustGraphFolder ? graphFolder : nil)
         } catch {
             printError("error: \(error)")
-            throw ExitCode(1)
+            throw ExitCode(ExitStatus.failure)
         }
     }
 
     /// Loads and checks a graph, printing every problem to standard error.
     static func compile(
         _ argument: String, options: GraphCompiler.Options = .init(), server: String? = nil, oneLine: Bool = false,
-        adjust: (inout GraphDescription) -> Void = { _ in }
+        trustGraphFolder: Bool = false, adjust: (inout GraphDescription) -> Void = { _ in }
     ) throws -> CompiledGraph {
         do {
             var description = try description(of: argument, oneLine: oneLine)
             adjust(&description)
-            let registry = try registry(server: server, graphFolder: description.baseDirectory)
-            return try GraphCompiler(registry: registry, options: options).compile(description)
+            let loaded = try plugins(server: server, graphFolder: description.baseDirectory, trustGraphFolder: trustGraphFolder)
+            do {
+                return try GraphCompiler(registry: loaded.registry, options: options).compile(description)
+            } catch {
+                var explained = loaded.explaining(error)
+                if !trustGraphFolder, let folder = description.baseDirectory {
+                    explained = PluginOptions.hintUntrusted(folder: folder, in: explained)
+                }
+                throw explained
+            }
         } catch let diagnostics as GraphDiagnostics {
             printError(diagnostics.description)
-            throw ExitCode(1)
+            throw ExitCode(ExitStatus.failure)
         }
+    }
+}
+
+/// `--trust-graph-folder`, shared by the commands that load a graph file.
+struct PluginOptions: ParsableArguments {
+    @Flag(name: .long, help: "Also load plugins (libsluice-*.so) from the graph file's folder; only for folders you trust.")
+    var trustGraphFolder = false
+
+    /// Adds to each unknown-type error a hint when the graph's folder holds plugin files that
+    /// were not opened.
+    static func hintUntrusted(folder: String, in diagnostics: GraphDiagnostics) -> GraphDiagnostics {
+        let files = PluginCatalog.pluginFiles(in: folder)
+        guard !files.isEmpty else { return diagnostics }
+        return GraphDiagnostics(diagnostics.diagnostics.map { diagnostic in
+            guard diagnostic.message.hasPrefix("unknown node type ") else { return diagnostic }
+            var hinted = diagnostic
+            hinted.fix = (diagnostic.fix.map { $0 + "; " } ?? "")
+                + "the graph's folder holds \(files.joined(separator: ", ")), not opened: if you trust it, add --trust-graph-folder"
+            return hinted
+        })
     }
 }
 

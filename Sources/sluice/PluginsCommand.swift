@@ -8,7 +8,7 @@ struct PluginsCommand: ParsableCommand {
         abstract: "List the plugins on the search path, where each was found, and their node types.",
         discussion: """
             Plugins are files named libsluice-<name>.so, searched in order in the graph file's folder \
-            (with --graph), each folder of SLUICE_PLUGIN_PATH, then the install's plugin folder \
+            (with --graph and --trust-graph-folder), each folder of SLUICE_PLUGIN_PATH, then the install's plugin folder \
             (<prefix>/lib/sluice/plugins, or the tool's own folder in a build tree). A file name found \
             earlier shadows the same name later. Exits 1 when a plugin fails to load or a node type \
             name is taken twice.
@@ -21,8 +21,11 @@ struct PluginsCommand: ParsableCommand {
     @Flag(name: .long, help: "Print each node type's ports and parameters, as `sluice nodes` does.")
     var verbose = false
 
+    @OptionGroup var plugins: PluginOptions
+
     func run() throws {
-        let searchPath = PluginSearchPath.standard(graphFolder: graph.map(PluginsCommand.folder(of:)))
+        let graphFolder = graph.map(PluginsCommand.folder(of:))
+        let searchPath = PluginSearchPath.standard(graphFolder: plugins.trustGraphFolder ? graphFolder : nil)
         let catalog = PluginCatalog(searchPath: searchPath)
         print("search path:")
         if searchPath.folders.isEmpty { print("  (empty)") }
@@ -32,6 +35,12 @@ struct PluginsCommand: ParsableCommand {
         var failed = false
         var registry = GraphLoading.registry()
         var owners: [String: String] = [:]
+        if let graphFolder, !plugins.trustGraphFolder {
+            let files = PluginCatalog.pluginFiles(in: graphFolder)
+            if !files.isEmpty {
+                print("  (not opened: \(files.joined(separator: ", ")) in the graph's folder \(graphFolder); add --trust-graph-folder to search it)")
+            }
+        }
         if catalog.entries.isEmpty { print("\nno plugins found") }
         for entry in catalog.entries {
             print("\n\(entry.path) (\(entry.folder.origin.rawValue))")

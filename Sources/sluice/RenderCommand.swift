@@ -35,13 +35,15 @@ struct RenderCommand: ParsableCommand {
 
     @OptionGroup var failures: FailureOptions
 
+    @OptionGroup var plugins: PluginOptions
+
     func validate() throws {
         if let rate, !(1000...384_000).contains(rate) { throw ValidationError("--rate must be 1000…384000 Hz") }
         if let block, !(16...8192).contains(block) { throw ValidationError("--block must be 16…8192 frames") }
     }
 
     func run() throws {
-        let compiled = try GraphLoading.compile(graph, options: .init(isLive: false, sinkRate: rate)) { description in
+        let compiled = try GraphLoading.compile(graph, options: .init(isLive: false, sinkRate: rate), trustGraphFolder: plugins.trustGraphFolder) { description in
             if let block { description.playback.blockFrames = block }
         }
         try text.feed(compiled)

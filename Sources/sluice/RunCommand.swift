@@ -27,8 +27,10 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var failures: FailureOptions
 
+    @OptionGroup var plugins: PluginOptions
+
     func run() throws {
-        try LivePlayback.play(graph, text: text, server: server, stats: stats, failures: failures)
+        try LivePlayback.play(graph, text: text, server: server, stats: stats, failures: failures, trustGraphFolder: plugins.trustGraphFolder)
     }
 }
 
@@ -58,9 +60,10 @@ struct LaunchCommand: ParsableCommand {
 /// What `run` and `launch` share: compile live, start, follow, report.
 enum LivePlayback {
     static func play(
-        _ argument: String, text: TextOptions?, server: String?, stats: StatsFormat?, failures: FailureOptions, oneLine: Bool = false
+        _ argument: String, text: TextOptions?, server: String?, stats: StatsFormat?, failures: FailureOptions,
+        trustGraphFolder: Bool = false, oneLine: Bool = false
     ) throws {
-        let compiled = try GraphLoading.compile(argument, options: .init(isLive: true), server: server, oneLine: oneLine)
+        let compiled = try GraphLoading.compile(argument, options: .init(isLive: true), server: server, oneLine: oneLine, trustGraphFolder: trustGraphFolder)
         try text?.feed(compiled)
         let live = try LiveRun(graph: compiled)
         signal(SIGINT, SIG_IGN)

@@ -55,6 +55,8 @@ struct SpeakCommand: ParsableCommand {
 
     @OptionGroup var failures: FailureOptions
 
+    @OptionGroup var plugins: PluginOptions
+
     enum StrategyName: String, ExpressibleByArgument, CaseIterable {
         case stream, buffered, auto
         case generateFirst = "generate-first"
@@ -88,6 +90,7 @@ struct SpeakCommand: ParsableCommand {
         case nil: configuration.strategy = watermark.map { .buffered(seconds: $0) }
         }
         configuration.maxBuffered = maxBuffered
+        configuration.trustGraphFolder = plugins.trustGraphFolder
         configuration.output = out.map { .file(path: $0) } ?? .jack(server: server)
         if !noCache { configuration.cache = try? SynthesisCache() }
 

@@ -32,13 +32,13 @@ struct PluginsCommandTests {
         #expect(outcome.standardOutput.contains("    depth: number in 0…60 (dB), default 12 — "))
     }
 
-    @Test("order and shadowing: the graph folder, then SLUICE_PLUGIN_PATH, then the build folder")
+    @Test("order and shadowing: the trusted graph folder, then SLUICE_PLUGIN_PATH, then the build folder")
     func order() throws {
         let graphs = TemporaryFolder()
         let environment = TemporaryFolder()
         try FileManager.default.copyItem(atPath: Self.ducker, toPath: graphs.file("libsluice-ducker.so").path)
         try graphs.write("name: g\nnodes:\n  a: { type: tone }\n  out: { type: null.sink }\nlinks:\n  - a -> out\n", to: "g.yaml")
-        let outcome = try Self.sluice(["plugins", "--graph", graphs.file("g.yaml").path], pluginPath: environment.url.path)
+        let outcome = try Self.sluice(["plugins", "--graph", graphs.file("g.yaml").path, "--trust-graph-folder"], pluginPath: environment.url.path)
         #expect(outcome.status == 0, "\(outcome.standardError)")
         let lines = outcome.standardOutput.split(separator: "\n").map(String.init)
         #expect(lines[1] == "  1. \(graphs.url.path) (graph folder)")
@@ -48,7 +48,7 @@ struct PluginsCommandTests {
         #expect(outcome.standardOutput.contains("libsluice-ducker.so (install)\n  shadowed by \(graphs.file("libsluice-ducker.so").path)"))
     }
 
-    @Test("a broken plugin on the path: listed with its error, exit 1; graph commands refuse to run")
+    @Test("a broken plugin on the path: listed with its error, exit 1; it fails only a graph that needs a missing type")
     func brokenPlugin() throws {
         let folder = TemporaryFolder()
         let bad = try folder.write("not a library\n", to: "libsluice-bad.so").path
@@ -56,9 +56,56 @@ struct PluginsCommandTests {
         #expect(outcome.status == 1)
         #expect(outcome.standardOutput.contains("\(bad) (SLUICE_PLUGIN_PATH)\n  error: plugin '\(bad)' is not a shared library ("))
 
-        let check = try Self.sluice(["check", "graphs/tone.yaml"], pluginPath: folder.url.path)
-        #expect(check.status == 1)
-        #expect(check.standardError.hasPrefix("error: plugin '\(bad)' is not a shared library ("), "\(check.standardError)")
+        let unrelated = try Self.sluice(["check", "graphs/tone.yaml"], pluginPath: folder.url.path)
+        #expect(unrelated.status == 0, "\(unrelated.standardError)")
+
+        let needing = try Self.sluice(["check", "tone ! bad-node ! null.sink"], pluginPath: folder.url.path)
+        #expect(needing.status == 1)
+        #expect(needing.standardError.contains("unknown node type 'bad-node'"), "\(needing.standardError)")
+        #expect(needing.standardError.contains("a plugin on the search path did not load: plugin '\(bad)' is not a shared library ("),
+                "\(needing.standardError)")
+    }
+
+    @Test("a graph's folder is not opened unless trusted: the graph fails with a hint, and runs with --trust-graph-folder")
+    func untrustedGraphFolder() throws {
+        let folder = TemporaryFolder()
+        try FileManager.default.copyItem(atPath: Self.ducker, toPath: folder.file("libsluice-duck2.so").path)
+        // The ducker under another file name still registers `ducker`, which the build folder
+        // also has: trusted, the two clash; untrusted, the folder's copy is never opened.
+        let graph = try folder.write("name: g\nnodes:\n  a: { type: tone }\n  out: { type: null.sink }\nlinks:\n  - a -> out\n", to: "g.yaml")
+        let plain = try Self.sluice(["check", graph.path])
+        #expect(plain.status == 0, "\(plain.standardError)")
+        let trusted = try Self.sluice(["check", graph.path, "--trust-graph-folder"])
+        #expect(trusted.status == 1)
+        #expect(trusted.standardError.contains("node type 'ducker' from plugin '"), "\(trusted.standardError)")
+
+        // A type only the folder's plugin provides: the hint names the file and the flag.
+        let other = TemporaryFolder()
+        try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libsluice-espeak.so").path,
+                                         toPath: other.file("libsluice-voice.so").path)
+        let speaking = try other.write("name: s\nnodes:\n  v: { type: espeek }\n  a: { type: aligner }\n  out: { type: null.sink }\nlinks:\n  - v -> a -> out\n", to: "s.yaml")
+        let hinted = try Self.sluice(["check", speaking.path])
+        #expect(hinted.status == 1)
+        #expect(hinted.standardError.contains("the graph's folder holds libsluice-voice.so, not opened: if you trust it, add --trust-graph-folder"),
+                "\(hinted.standardError)")
+        let listing = try Self.sluice(["plugins", "--graph", speaking.path])
+        #expect(listing.standardOutput.contains("(not opened: libsluice-voice.so in the graph's folder \(other.url.path); add --trust-graph-folder to search it)"),
+                "\(listing.standardOutput)")
+    }
+
+    @Test("a plugin file or folder others may write is refused with the fix", arguments: [true, false])
+    func writableByOthers(_ folderWritable: Bool) throws {
+        let folder = TemporaryFolder()
+        let copy = folder.file("libsluice-mine.so").path
+        try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libsluice-espeak.so").path, toPath: copy)
+        let loose = folderWritable ? folder.url.path : copy
+        #expect(chmod(loose, folderWritable ? 0o777 : 0o666) == 0)
+        defer { _ = chmod(folder.url.path, 0o755) }
+        let outcome = try Self.sluice(["plugins"], pluginPath: folder.url.path)
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput.contains(
+            "error: plugin '\(copy)' is not loaded: '\(loose)' may be written by other users (mode \(folderWritable ? "777" : "666")); run `chmod go-w '\(loose)'` if it is yours"),
+            "\(outcome.standardOutput)")
     }
 
     @Test("a second plugin with a taken type name: exit 1 naming both files")

@@ -24,15 +24,16 @@ import Testing
         #expect(registry.type(named: "jack.sink") != nil)
     }
 
-    @Test("full: a library on the path that is not a plugin is reported by name")
+    @Test("load: a library on the path that is not a plugin is a failure named in the result, not an error")
     func brokenLibrary() throws {
         let folder = TemporaryFolder("sluice-host")
         let path = folder.url.appendingPathComponent("libsluice-broken.so").path
         FileManager.default.createFile(atPath: path, contents: Data("not a library".utf8))
-        #expect {
-            _ = try HostRegistry.full(graphFolder: nil, pluginFolders: [folder.url.path])
-        } throws: { error in
-            (error as? HostRegistry.LoadError)?.description.contains("libsluice-broken.so") == true
-        }
+        let loaded = try HostRegistry.load(graphFolder: nil, pluginFolders: [folder.url.path])
+        #expect(loaded.failures.count == 1)
+        #expect(loaded.failures.first?.contains("libsluice-broken.so") == true)
+        #expect(loaded.registry.type(named: "fader") != nil)
+        let unknown = GraphDiagnostics([GraphDiagnostic("unknown node type 'x' for node 'x'", at: nil, fix: "run `sluice nodes`")])
+        #expect(loaded.explaining(unknown).diagnostics.first?.fix?.contains("did not load: ") == true)
     }
 }

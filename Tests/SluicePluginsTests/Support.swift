@@ -44,6 +44,7 @@ extension PluginError {
         case .missingFactory: "missingFactory"
         case .invalidDescriptor: "invalidDescriptor"
         case .duplicateType: "duplicateType"
+        case .writableByOthers: "writableByOthers"
         }
     }
 }

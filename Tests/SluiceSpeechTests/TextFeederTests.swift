@@ -11,7 +11,8 @@ import Testing
 @Suite struct TextFeederTests {
     static let pieces = ["Hel", "lo wor", "ld. Next", " one."]
 
-    /// A folder holding the test provider as `libsluice-test.so` and a graph speaking with it.
+    /// A folder holding the test provider as `libsluice-test.so` and a graph speaking with it
+    /// (the controllers trust the folder: `trustGraphFolder`).
     static func graph(_ voice: String) throws -> (TemporaryFolder, String) {
         let folder = TemporaryFolder()
         try FileManager.default.copyItem(
@@ -38,7 +39,7 @@ import Testing
     @Test("a provider needing whole utterances gets each sentence once it is complete")
     func wholeSentences() throws {
         let (folder, graph) = try Self.graph("chunk: 100")
-        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.trustGraphFolder = true; $0.settings = [:] })
         #expect(!speech.feedsIncrementally)
         try speech.start()
         try speech.yield(text: Self.pieces[0])
@@ -59,7 +60,7 @@ import Testing
     @Test("a provider taking incremental text gets every piece as it arrives, with the same boundaries and audio")
     func incrementalPieces() throws {
         let (folder, graph) = try Self.graph("chunk: 100, incremental: true")
-        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.trustGraphFolder = true; $0.settings = [:] })
         #expect(speech.feedsIncrementally)
         try speech.start()
         for (index, piece) in Self.pieces.enumerated() {
@@ -78,7 +79,7 @@ import Testing
     @Test("a provider failure is a typed error with its code, after what came before played out; yield then reports it")
     func providerFailure() throws {
         let (folder, graph) = try Self.graph("chunk: 100, fail-after: 3000")
-        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.settings = [:] })
+        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.trustGraphFolder = true; $0.settings = [:] })
         try speech.start()
         try speech.yield(text: "Hello world. Next one. ")
         do {
