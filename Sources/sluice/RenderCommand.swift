@@ -62,11 +62,8 @@ struct RenderCommand: ParsableCommand {
             }
         }
         // Ctrl-C fades out and ends the render cleanly, so the file is complete and playable.
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        interrupt.setEventHandler { renderer.cancel() }
-        interrupt.resume()
-        defer { interrupt.cancel() }
+        let interrupt = InterruptHandler { renderer.cancel() }
+        defer { interrupt.stop() }
         let progress = ProgressBar()
         let report: RunReport
         do {

@@ -66,11 +66,8 @@ enum LivePlayback {
         let compiled = try GraphLoading.compile(argument, options: .init(isLive: true), server: server, oneLine: oneLine, trustGraphFolder: trustGraphFolder)
         try text?.feed(compiled)
         let live = try LiveRun(graph: compiled)
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        interrupt.setEventHandler { live.cancel() }
-        interrupt.resume()
-        defer { interrupt.cancel() }
+        let interrupt = InterruptHandler { live.cancel() }
+        defer { interrupt.stop() }
         let report: RunReport
         do {
             try live.start()

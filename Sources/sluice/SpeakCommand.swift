@@ -97,14 +97,12 @@ struct SpeakCommand: ParsableCommand {
         let speech = try Self.controller(configuration)
         var result: SpeechResult
         do {
-            signal(SIGINT, SIG_IGN)
-            let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-            interrupt.setEventHandler { speech.cancel() }
-            interrupt.resume()
-            defer { interrupt.cancel() }
+            let interrupt = InterruptHandler { speech.cancel() }
+            defer { interrupt.stop() }
             try speech.start()
             if text == "-" {
-                try StandardInputStream.forEachPiece { piece in
+                // Polled, so Ctrl-C ends the reading even while the writer sends nothing.
+                try StandardInputStream.forEachPiece(until: { interrupt.interrupted }) { piece in
                     do { try speech.yield(text: piece) } catch SpeechError.alreadyCancelled { return false }
                     return true
                 }
@@ -177,11 +175,19 @@ struct SpeakCommand: ParsableCommand {
 /// Standard input as it arrives, in UTF-8 pieces (a character split across two reads waits
 /// for its last byte).
 enum StandardInputStream {
-    /// Calls `body` with each piece until the input ends or `body` returns false.
-    static func forEachPiece(_ body: (String) throws -> Bool) throws {
+    /// How often a wait for input looks at `until`.
+    static let pollMilliseconds: Int32 = 50
+
+    /// Calls `body` with each piece until the input ends, `body` returns false or `until`
+    /// turns true (looked at while waiting for input, so a silent writer never blocks it).
+    static func forEachPiece(until stop: () -> Bool = { false }, _ body: (String) throws -> Bool) throws {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var carry: [UInt8] = []
         while true {
+            if stop() { return }
+            var ready = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, pollMilliseconds)
+            if polled == 0 || (polled < 0 && errno == EINTR) { continue }
             let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }

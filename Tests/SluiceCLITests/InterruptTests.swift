@@ -1,0 +1,98 @@
+import Foundation
+import JackTestSupport
+import SluiceTestSupport
+import Testing
+
+/// Stopping always works: Ctrl-C ends a run within its fade plus `InterruptHandler.grace`
+/// whatever the JACK server does, a second Ctrl-C exits at once, and reading standard input
+/// never keeps a cancel waiting. Real processes, real signals, a real (then frozen) jackd.
+@Suite(.serialized) struct InterruptTests {
+    /// `sluice arguments…` with a pipe on standard input that stays open (the writer sends
+    /// nothing) and standard error captured.
+    final class Running {
+        let process = Process()
+        let input = Pipe()
+        let errors = Pipe()
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = CommandRunner.productsFolder.appendingPathComponent("sluice")
+            process.arguments = arguments
+            process.standardInput = input
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            var environment = ProcessInfo.processInfo.environment
+            environment["XDG_CACHE_HOME"] = CLI.cacheHome
+            process.environment = environment
+            try process.run()
+        }
+
+        /// Waits up to `seconds` for the process to end; its status, or nil (then kills it).
+        func end(within seconds: Double) -> Int32? {
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            guard !process.isRunning else {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                return nil
+            }
+            return process.terminationStatus
+        }
+
+        var standardError: String { String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self) }
+
+        func interrupt() { kill(process.processIdentifier, SIGINT) }
+    }
+
+    @Test("speak - ends at Ctrl-C while standard input stays open and silent")
+    func silentStandardInput() throws {
+        let folder = TemporaryFolder()
+        let running = try Running(["speak", "-", "--out", folder.file("out.wav").path, "--no-cache"])
+        try running.input.fileHandleForWriting.write(contentsOf: Data("Hello there. ".utf8))
+        usleep(1_000_000)
+        running.interrupt()
+        let status = running.end(within: 5)
+        #expect(status == 130, "\(running.standardError)")
+        try? running.input.fileHandleForWriting.close()
+    }
+
+    /// A `sluice launch` playing into a private server, which is then frozen (SIGSTOP): its
+    /// process callback stops, so no fade is ever rendered.
+    static func frozenServerRun(_ body: (Running) throws -> Void) throws {
+        let server = try JackTestServer.start()
+        defer {
+            kill(server.pid, SIGCONT)
+            server.stop()
+        }
+        let running = try Running(["launch", "tone duration=60 ! fader ! jack.sink", "--server", server.name])
+        // Playing: the client is up once the server lists its port.
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, (try? server.ports(matching: "sluice:"))?.isEmpty ?? true { usleep(20_000) }
+        #expect(!((try? server.ports(matching: "sluice:"))?.isEmpty ?? true), "the run never showed its ports")
+        kill(server.pid, SIGSTOP)
+        try body(running)
+    }
+
+    @Test("a hung JACK server: Ctrl-C still ends the run within the grace second, exit 130")
+    func hungServer() throws {
+        try Self.frozenServerRun { running in
+            let start = Date()
+            running.interrupt()
+            let status = running.end(within: 10)
+            #expect(status == 130)
+            #expect(Date().timeIntervalSince(start) < 5)
+            #expect(running.standardError.contains("did not end within 1.0 s of Ctrl-C"))
+        }
+    }
+
+    @Test("a second Ctrl-C exits at once")
+    func secondInterrupt() throws {
+        try Self.frozenServerRun { running in
+            running.interrupt()
+            usleep(100_000)
+            running.interrupt()
+            let status = running.end(within: 10)
+            #expect(status == 130)
+            #expect(running.standardError.contains("interrupted again: exiting at once"), "\(running.standardError)")
+        }
+    }
+}
