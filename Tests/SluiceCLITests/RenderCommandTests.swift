@@ -155,6 +155,16 @@ struct RenderCommandTests {
         return try RenderedBytes.comparable(output)
     }
 
+    @Test("a thousand lines that make no sound before the text do not stall the run: the file equals the text alone")
+    func silentLinesFlood() throws {
+        // Each line is an utterance: its markers reach the sink with no audio before them,
+        // more than the sink holds and its edge's marker ring together.
+        let flood = try folder.write(String(repeating: "~\n", count: 1_000) + "E\n", to: "flood.txt")
+        let flooded = try renderMorse(["--text-file", flood.path], to: "flood.wav")
+        let alone = try renderMorse(["--text", "E"], to: "alone.wav")
+        #expect(flooded == alone)
+    }
+
     @Test("--text, --text-file and - (standard input) give identical files, as long as Morse timing says")
     func textThreeWays() throws {
         let file = try folder.write("E\n", to: "e.txt")

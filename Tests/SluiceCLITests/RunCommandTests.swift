@@ -1,4 +1,6 @@
 import Foundation
+import JackTestSupport
+import SluiceTestSupport
 import Testing
 
 /// `sluice run` / `sluice launch` without a server: a clear message and a non-zero exit. (Live
@@ -27,5 +29,20 @@ import Testing
         let outcome = try CLI.sluice(["run", "tone frequncy=440 ! jack.sink", "--server", "sluice-absent"])
         #expect(outcome.status == 1)
         #expect(outcome.standardError.contains("has no parameter 'frequncy'"))
+    }
+
+    @Test("a live run whose text starts with a thousand lines that make no sound plays to the end")
+    func silentLinesFloodLive() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let flood = try folder.write(String(repeating: "~\n", count: 1_000) + "E\n", to: "flood.txt")
+        let outcome = try CLI.sluice([
+            "run", "morse wpm=60 ! fader ! jack.sink connect=none", "--text-file", flood.path, "--server", server.name, "--stats", "json",
+        ])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let stats = try #require(try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any])
+        // E, then the utterance's closing gap: 8 dits.
+        let frames = MorseTiming.dits(text: "E") * MorseTiming.ditFrames(wpm: 60, rate: server.sampleRate)
+        #expect(stats["audioSeconds"] as? Double == Double(frames) / Double(server.sampleRate))
     }
 }

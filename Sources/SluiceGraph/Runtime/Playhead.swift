@@ -262,25 +262,43 @@ public final class Playhead: @unchecked Sendable {
     }
 
     /// Moves markers from the edge's marker ring into the held list, noting the end.
+    ///
+    /// A flood of markers with no audio between them and what has played (a text source's
+    /// lines that made no sound) would fill the held list and then the edge's marker ring
+    /// while the playhead waits for audio that can only come after them: the source stalls
+    /// and the run hangs. Such markers are already reached, so when the held list is full
+    /// they are posted at once, as if played, and the filler is woken to send more.
     private func collectMarkers() {
-        while heldMarkerCount < Self.heldMarkerCapacity, let marker = markers.pop() {
-            if case .endOfStream = marker.event { endPosition = min(endPosition, marker.position) }
-            heldMarkers[heldMarkerCount] = marker
-            heldMarkerCount += 1
+        while true {
+            while heldMarkerCount < Self.heldMarkerCapacity, let marker = markers.pop() {
+                if case .endOfStream = marker.event { endPosition = min(endPosition, marker.position) }
+                heldMarkers[heldMarkerCount] = marker
+                heldMarkerCount += 1
+            }
+            let position = streamFramesValue.load(ordering: .relaxed)
+            guard heldMarkerCount == Self.heldMarkerCapacity, heldMarkers[0].position <= position else { return }
+            postHeldMarkers(upTo: position)
+            wake?.post()
         }
     }
 
     private func postReachedMarkers(upTo position: Int) {
+        if postHeldMarkers(upTo: position) > 0 { collectMarkers() }
+    }
+
+    /// Posts the held markers at or before `position`; how many.
+    @discardableResult
+    private func postHeldMarkers(upTo position: Int) -> Int {
         var reached = 0
         while reached < heldMarkerCount && heldMarkers[reached].position <= position {
             let marker = heldMarkers[reached]
             post(.marker, deviceFrame: deviceFramesValue.load(ordering: .relaxed), streamFrame: marker.position, marker: marker)
             reached += 1
         }
-        guard reached > 0 else { return }
+        guard reached > 0 else { return 0 }
         (heldMarkers).update(from: heldMarkers + reached, count: heldMarkerCount - reached)
         heldMarkerCount -= reached
-        collectMarkers()
+        return reached
     }
 
     private func finish(_ kind: DrainEvent.Kind, deviceFrame: Int) {
