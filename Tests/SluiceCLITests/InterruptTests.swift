@@ -43,16 +43,22 @@ import Testing
         func interrupt() { kill(process.processIdentifier, SIGINT) }
     }
 
-    @Test("speak - ends at Ctrl-C while standard input stays open and silent")
+    @Test("speak - --out ends at Ctrl-C while standard input stays open and silent, keeping what was spoken")
     func silentStandardInput() throws {
         let folder = TemporaryFolder()
-        let running = try Running(["speak", "-", "--out", folder.file("out.wav").path, "--no-cache"])
-        try running.input.fileHandleForWriting.write(contentsOf: Data("Hello there. ".utf8))
-        usleep(1_000_000)
+        let output = folder.file("out.wav")
+        let running = try Running(["speak", "-", "--out", output.path, "--no-cache"])
+        try running.input.fileHandleForWriting.write(contentsOf: Data("Hello there. This is Sluice speaking. ".utf8))
+        usleep(2_000_000)
         running.interrupt()
         let status = running.end(within: 5)
         #expect(status == 130, "\(running.standardError)")
         try? running.input.fileHandleForWriting.close()
+        // The default `auto` strategy renders what has arrived while the text stream stays
+        // open (it once waited for the stream's end, leaving 0.017 s here).
+        let file = try SoundFileContents(output)
+        #expect(Double(file.frames) / Double(file.rate) > 1.0, "\(file.frames) frames")
+        #expect(running.standardError.contains("cancelled: heard \"Hello there."), "\(running.standardError)")
     }
 
     /// A `sluice launch` playing into a private server, which is then frozen (SIGSTOP): its

@@ -133,6 +133,11 @@ public final class OfflineRenderer: GraphDriver, @unchecked Sendable {
                     lastMovement = time
                     idleSince = nil
                 }
+                // What arrived may settle an `auto` watermark that still waits for a
+                // measurement: without this, a sink buffering toward the initial "wait for
+                // the end" would starve until the text stream closed (`speak - --out` with
+                // standard input open).
+                runtime.updateAutoWatermarks(at: time)
             }
             statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
             runtime.updateAutoWatermarks(at: time)
