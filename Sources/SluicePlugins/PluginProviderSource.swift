@@ -31,7 +31,8 @@ public protocol UtteranceAudioCache: Sendable {
 ///
 /// With a cache (`useCache`), a whole utterance whose audio is stored is not sent to the
 /// plugin: its turn plays the stored bytes. One the plugin synthesises is stored once its
-/// `read` returned SLUICE_READ_UTTERANCE_END (never after a failure or a cancel).
+/// `read` returned SLUICE_READ_UTTERANCE_END (never after a failure or a cancel, and never
+/// when its audio outgrew 32 MiB: an incomplete recording is not stored).
 ///
 /// `cancel()` calls the plugin's `cancel` and ends the stream at the next `produce`. The
 /// instance is destroyed when the node goes.
@@ -74,7 +75,8 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         var cache: (any UtteranceAudioCache)?
     }
 
-    /// Bytes of one utterance recorded for the cache at most; longer ones are not stored.
+    /// Bytes of one utterance recorded for the cache at most; a longer one is not stored at
+    /// all — neither its head nor its tail.
     static let largestCachedUtterance = 32 << 20
 
     // Read state: the source thread's.
@@ -84,7 +86,11 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     private var finished = false
     private var emittedSpanEnd = 0
     private var cachedRead = 0
+    /// The plugin's bytes of the current utterance, while it is to be stored.
     private var recording: [UInt8]?
+    /// The current utterance outgrew `largestCachedUtterance`: nothing more of it is recorded,
+    /// so an incomplete recording never becomes a cache entry.
+    private var recordingAbandoned = false
 
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
@@ -312,10 +318,11 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     /// Keeps the plugin's bytes of an utterance the cache should store.
     private func record(_ bytes: UnsafeRawBufferPointer, _ planned: PlannedUtterance?) {
-        guard planned?.storeAs != nil else { return }
+        guard planned?.storeAs != nil, !recordingAbandoned else { return }
         if recording == nil { recording = [] }
         if recording!.count + bytes.count > Self.largestCachedUtterance {
             recording = nil
+            recordingAbandoned = true
             return
         }
         recording!.append(contentsOf: bytes)
@@ -331,6 +338,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         }
         inUtterance = true
         recording = nil
+        recordingAbandoned = false
     }
 
     /// The `textSpan` marker of utterance `id`, at the current position.
@@ -350,6 +358,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         io.emit(Marker(position: position, event: .utteranceEnd(id)), on: 0)
         inUtterance = false
         recording = nil
+        recordingAbandoned = false
         utterance &+= 1
     }
 

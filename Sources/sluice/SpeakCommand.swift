@@ -92,7 +92,11 @@ struct SpeakCommand: ParsableCommand {
         configuration.maxBuffered = maxBuffered
         configuration.trustGraphFolder = plugins.trustGraphFolder
         configuration.output = out.map { .file(path: $0) } ?? .jack(server: server)
-        if !noCache { configuration.cache = try? SynthesisCache() }
+        if !noCache {
+            // A folder the cache cannot use (or refuses: a link, another user's, open to
+            // writers) costs only the caching; the reason is said once.
+            do { configuration.cache = try SynthesisCache() } catch { printError("warning: synthesis cache off: \(error)") }
+        }
 
         let speech = try Self.controller(configuration)
         var result: SpeechResult
