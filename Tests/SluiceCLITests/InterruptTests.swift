@@ -70,10 +70,16 @@ import Testing
             server.stop()
         }
         let running = try Running(["launch", "tone duration=60 ! fader ! jack.sink", "--server", server.name])
-        // Playing: the client is up once the server lists its port.
+        // Playing: the client is up once the server lists its port. Asked with jack_lsp, a
+        // process of its own: a libjack client in this process would keep threads talking to
+        // the server that is about to freeze.
+        func listsPort() -> Bool {
+            let outcome = try? CommandRunner.run(executable: URL(fileURLWithPath: "/usr/bin/jack_lsp"), ["-s", server.name], timeout: 10)
+            return outcome?.standardOutput.contains("sluice:") == true
+        }
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, (try? server.ports(matching: "sluice:"))?.isEmpty ?? true { usleep(20_000) }
-        #expect(!((try? server.ports(matching: "sluice:"))?.isEmpty ?? true), "the run never showed its ports")
+        while Date() < deadline, !listsPort() { usleep(50_000) }
+        #expect(listsPort(), "the run never showed its ports")
         kill(server.pid, SIGSTOP)
         try body(running)
     }
