@@ -92,7 +92,15 @@ public enum GraphFile {
 
     /// A Yams syntax error as one diagnostic at the place libyaml reports.
     static func yamlDiagnostic(_ error: any Error, file: String, source: YAMLSource) -> GraphDiagnostic {
-        func at(_ mark: Yams.Mark) -> SourceLocation { SourceLocation(file: file, line: mark.line, column: mark.column) }
+        func at(_ mark: Yams.Mark) -> SourceLocation {
+            // At the end of a text without a final newline libyaml counts one line more: the
+            // place is then the end of the last line, inside the file an editor shows.
+            let lines = source.lines
+            if mark.line > lines.count, let last = lines.last {
+                return SourceLocation(file: file, line: lines.count, column: last.count + 1)
+            }
+            return SourceLocation(file: file, line: mark.line, column: mark.column)
+        }
         guard let error = error as? YamlError else {
             return GraphDiagnostic("invalid YAML: \(error)", at: nil)
         }

@@ -3,8 +3,9 @@ import SluiceGraph
 import SluicePluginABI
 
 /// C descriptors → `NodeDescriptor`, checked against the ABI's rules (descriptor.h).
-enum DescriptorConversion {
-    static func convert(_ raw: UnsafePointer<sluice_node_descriptor_t>, path: String) throws(PluginError) -> PluginNodeType {
+/// (SPI `Fuzzing`: the fuzz target in Fuzz/ feeds it descriptors made of random bytes.)
+@_spi(Fuzzing) public enum DescriptorConversion {
+    public static func convert(_ raw: UnsafePointer<sluice_node_descriptor_t>, path: String) throws(PluginError) -> PluginNodeType {
         // SAFETY: descriptor.h makes the plugin keep the descriptor and everything it points
         // at valid until `deinit`; arrays are read only up to their counts, after NULL checks,
         // and strings are NUL-terminated by the same contract.

@@ -478,4 +478,12 @@ import Testing
         #expect(found == [GraphDiagnostic("cannot read graph file '/nonexistent/graph.yaml': no such file", at: nil)])
         #expect(found.first?.description == "error: cannot read graph file '/nonexistent/graph.yaml': no such file")
     }
+
+    /// Found by the `yaml` fuzz target (Fuzz/): libyaml places an error at the end of a text
+    /// without a final newline one line past its last.
+    @Test func anErrorAtTheEndOfTheTextIsPlacedOnItsLastLine() {
+        let text = "name: x\nnodes:\n  a: { type: tone }\n  cal)"
+        let found = diagnostics({ () throws(GraphDiagnostics) in try GraphFile.parse(text, file: "end.yaml") })
+        expectOne(found, "could not find expected ':'", line: 4, column: 7, file: "end.yaml")
+    }
 }
