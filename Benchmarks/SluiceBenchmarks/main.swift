@@ -16,6 +16,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("providers", "http-pcm provider from a loopback server vs curl to /dev/null, bytes per second", ProvidersSuite.run),
     ("speech", "sluice speak - fed 30 tokens/s: first audio after the first sentence vs espeak-ng --stdout", SpeechSuite.run),
     ("sizes", "reading and compiling 20 000-node graphs, 2 MB of comments, 2 000 repeated keys vs libyaml's compose", SizesSuite.run),
+    ("soak", "speech and a live chain for --minutes N (default 1): xruns, underruns, RSS, descriptors, threads", SoakSuite.run),
 ]
 
 let defaultRuns = 7
@@ -46,6 +47,11 @@ while let option = arguments.popFirst() {
             exitWithUsage("--runs needs a positive whole number")
         }
         runs = value
+    case "--minutes":
+        guard let value = arguments.popFirst().flatMap({ Double($0) }), value > 0 else {
+            exitWithUsage("--minutes needs a positive number")
+        }
+        SoakSuite.minutes = value
     default:
         exitWithUsage("unknown argument '\(option)'")
     }
