@@ -214,6 +214,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         }
         engine.updateOutputLatency()
         startLatency = engine.outputLatencyFrames
+        beforeRendering?()
         engine.rendering.store(true, ordering: .releasing)
     }
 
@@ -279,6 +280,11 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     public var outputLatencyFrames: Int? { activated ? engine?.outputLatencyFrames : nil }
 
     /// JACK's process thread while the client is active (tests watch it).
+    /// Called on the starting thread once the client is active and connected, just before
+    /// its callback begins rendering: a test that counts the process thread's allocations
+    /// starts watching here, so no rendering period goes unwatched. [control-thread]
+    @_spi(Testing) public var beforeRendering: (() -> Void)?
+
     public var realtimeThread: pthread_t? {
         guard activated, let client else { return nil }
         return jack_client_thread_id(client.handle)

@@ -4,7 +4,7 @@ import Glibc
 import JackTestSupport
 import SluiceConfig
 import SluiceGraph
-import SluiceJACK
+@_spi(Testing) import SluiceJACK
 import SluiceNodes
 import SluiceTestSupport
 import Testing
@@ -229,12 +229,19 @@ extension JackSinkTests {
             }
             let graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(description)
             let live = try LiveRun(graph: graph)
-            try live.start()
             let device = try #require(graph.devices.first as? JackDevice)
-            // Rendering begins when `start` returns: every period that moves audio is watched.
-            let thread = try #require(device.realtimeThread)
-            AllocationCounter.watch(thread)
-            let callbacksBefore = device.callbackCount
+            // Watched from the last moment before the callback renders: every period that
+            // moves audio (the first included) is counted.
+            var callbacksBefore = 0
+            var watched = false
+            device.beforeRendering = {
+                guard let thread = device.realtimeThread else { return }
+                AllocationCounter.watch(thread)
+                callbacksBefore = device.callbackCount
+                watched = true
+            }
+            try live.start()
+            #expect(watched, "the process thread was not known before rendering began")
             if graphCase == "live-chain" {
                 var tone = try OneLineGraph.parse("tone frequency=440 duration=\(seconds) ! jack.sink connect=alloc-chain:in_1")
                 tone.playback = PlaybackSettings(strategy: .stream, client: "alloc-feed")

@@ -4,13 +4,20 @@ import Testing
 
 @Suite("Mixer")
 struct MixerTests {
+    /// Mixes `inputs`, each held in memory of its own for the call: a pointer taken inside
+    /// `withUnsafeBufferPointer` is valid only in that closure, so the inputs are copied into
+    /// buffers this function owns instead.
     private func mix(_ mixer: Mixer, _ inputs: [[Float]], frames: Int) -> [Float] {
         var output = [Float](repeating: .nan, count: frames * mixer.channels)
-        let pointers = inputs.map { UnsafePointer<Float>($0.withUnsafeBufferPointer { $0.baseAddress! }) }
-        withExtendedLifetime(inputs) {
-            pointers.withUnsafeBufferPointer { list in
-                output.withUnsafeMutableBufferPointer { mixer.mix(list, frames: frames, into: $0.baseAddress!) }
-            }
+        let buffers = inputs.map { input in
+            let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: input.count)
+            _ = buffer.initialize(from: input)
+            return buffer
+        }
+        defer { for buffer in buffers { buffer.deallocate() } }
+        let pointers = buffers.map { UnsafePointer<Float>($0.baseAddress!) }
+        pointers.withUnsafeBufferPointer { list in
+            output.withUnsafeMutableBufferPointer { mixer.mix(list, frames: frames, into: $0.baseAddress!) }
         }
         return output
     }
