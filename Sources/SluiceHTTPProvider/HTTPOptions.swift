@@ -12,6 +12,10 @@ public struct HTTPOptions: Sendable, Hashable {
     public var retries: Int
     /// The first retry's delay; each further retry doubles it.
     public var retryDelay: Double
+    /// The most audio one utterance may bring: a server that streams on and on (a broken
+    /// endpoint, a hostile one) ends with the error `utterance-too-long` instead of playing
+    /// or writing forever.
+    public var maximumUtteranceSeconds: Double
 
     /// The shared parameters, to append to a provider's own.
     public static let parameters: [Parameter] = [
@@ -25,6 +29,8 @@ public struct HTTPOptions: Sendable, Hashable {
                   summary: "Retries of a request the server asks to retry (busy, too many concurrent requests)."),
         Parameter("retry-delay", .number(0...60), default: .number(0.5), unit: "s",
                   summary: "Delay before the first retry; each further retry doubles it."),
+        Parameter("max-utterance", .number(0.1...86_400), default: .number(600), unit: "s",
+                  summary: "Most audio one utterance may bring; beyond it the transfer ends with the error 'utterance-too-long'."),
     ]
 
     public init(_ parameters: Parameters) {
@@ -33,6 +39,12 @@ public struct HTTPOptions: Sendable, Hashable {
         stallTimeout = parameters.double("stall-timeout") ?? 10
         retries = parameters.integer("retries") ?? 3
         retryDelay = parameters.double("retry-delay") ?? 0.5
+        maximumUtteranceSeconds = parameters.double("max-utterance") ?? 600
+    }
+
+    /// `maximumUtteranceSeconds` in whole frames of `format`, as bytes.
+    public func maximumUtteranceBytes(for format: PCMFormat) -> Int {
+        Int(maximumUtteranceSeconds * Double(format.sampleRate)) * format.frameBytes
     }
 
     /// The buffer's size in bytes for `format`: whole frames, and at least 64 KiB so a

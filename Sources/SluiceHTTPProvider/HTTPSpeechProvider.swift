@@ -174,24 +174,49 @@ final class TransferWorker: @unchecked Sendable {
             try session.fetch(request, cancelled: { isCancelled })
         }
         let request = try service.request(for: utterance)
+        let limit = options.maximumUtteranceBytes(for: service.format)
         var attempt = 0
         while true {
             requests.add(1, ordering: .relaxed)
+            // Audio of this utterance so far; past `limit` the rest is refused (a retry comes
+            // only before any audio, so the count never spans two attempts' audio).
+            var utteranceBytes = 0
+            var tooLong = false
             let outcome = session.perform(
                 request,
                 deliver: { [self] bytes in
+                    let allowed = min(bytes.count, limit - utteranceBytes)
+                    if allowed < bytes.count {
+                        // What fits under the limit still plays; a chunk that does not fit in
+                        // the buffer now is dropped with the rest (at most one network chunk).
+                        if allowed > 0, audio.withLock({ $0.write(UnsafeRawBufferPointer(rebasing: bytes.prefix(allowed))) }) {
+                            receivedBytes.add(allowed, ordering: .relaxed)
+                            utteranceBytes += allowed
+                        }
+                        tooLong = true
+                        return false
+                    }
                     guard audio.withLock({ $0.write(bytes) }) else { return false }
+                    utteranceBytes += bytes.count
                     receivedBytes.add(bytes.count, ordering: .relaxed)
                     return true
                 },
                 canResume: { [self] held in audio.withLock { $0.room } >= held },
-                cancelled: { isCancelled },
+                // Past the limit the transfer is paused (deliver refused the chunk) and ends
+                // here, as a cancel would.
+                cancelled: { isCancelled || tooLong },
                 onPause: { [self] held in
                     pauses.add(1, ordering: .relaxed)
                     resumeRoom.store(held, ordering: .relaxed)
                     paused.store(true, ordering: .releasing)
                 })
             paused.store(false, ordering: .releasing)
+            if tooLong {
+                throw PluginError(
+                    code: "utterance-too-long",
+                    message: "the server sent more than \(options.maximumUtteranceSeconds) s of audio for one utterance of \(utterance.count) characters; "
+                        + "the rest was refused (raise max-utterance if that much is right)")
+            }
             switch outcome {
             case .completed: return
             case .cancelled: throw PluginError(code: "cancelled", message: "cancelled")

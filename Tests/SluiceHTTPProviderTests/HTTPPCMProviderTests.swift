@@ -111,6 +111,19 @@ import Testing
         expectFadedTail(samples, received: Providers.floats(Self.speech("first") + second.prefix(wholeFrameBytes)))
     }
 
+    @Test("a server that sends audio on and on is stopped at max-utterance: 'utterance-too-long', what fits plays out faded")
+    func audioForever() throws {
+        // 1 s of 16 kHz audio allowed per utterance; for the second the server offers 10 s,
+        // paced so it is still sending when the limit is reached.
+        let endless = Providers.pcm(frames: 160_000, seed: 9)
+        let (samples, report, server) = try failing(
+            .init(body: endless, chunkSizes: 1_000...1_000, delay: 0.001), extra: ", max-utterance: 1")
+        #expect(report.failureCodes["voice"] == "utterance-too-long")
+        #expect(report.failures.first?.contains("more than 1.0 s of audio for one utterance of 6 characters") == true, "\(report.failures)")
+        expectFadedTail(samples, received: Providers.floats(Self.speech("first") + endless.prefix(16_000 * 2)))
+        #expect((server.replies.last?.bytesSent ?? .max) < endless.count, "the transfer was not cut short")
+    }
+
     @Test("no server listening is 'connect-failed', promptly")
     func noServer() throws {
         let closed = try HTTPTestServer { _ in .init(body: []) }
