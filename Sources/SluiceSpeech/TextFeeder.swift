@@ -12,11 +12,19 @@ struct TextFeeder {
     let source: any TextDrivenSource
     private let incremental: (any IncrementalTextSource)?
     private var chunker: SentenceChunker
-    /// The whole text so far, as the chunker counts it: one entry per `Character` of each
-    /// piece, with the UTF-8 offset where each ends.
-    private var characters: [Character] = []
-    private var utf8Ends: [Int] = []
+    /// The whole text so far as UTF-8 (heard text is cut from it): about one byte a byte, so a
+    /// long session or a hostile 10 MB on standard input costs little more than the text.
     private(set) var utf8: [UInt8] = []
+    /// Characters the chunker has counted so far.
+    private var characterCount = 0
+    /// Where character and UTF-8 offsets part: for each character longer than one UTF-8 byte,
+    /// the index of the character after it and the extra bytes up to there. ASCII text stores
+    /// nothing here.
+    private var wideCharacters: [(after: Int, extraBytes: Int)] = []
+    /// The characters from `keptFrom` on, which an incremental source may still be handed;
+    /// those before are dropped as they are handed over.
+    private var kept: [Character] = []
+    private var keptFrom = 0
     /// Incremental sources: characters handed over so far, and whether an utterance is open.
     private var pushed = 0
     private var open = false
@@ -37,25 +45,45 @@ struct TextFeeder {
     mutating func append(_ text: String) {
         guard !text.isEmpty else { return }
         for character in text {
-            characters.append(character)
+            let bytes = character.utf8.count
             utf8.append(contentsOf: character.utf8)
-            utf8Ends.append(utf8.count)
+            characterCount += 1
+            if bytes > 1 {
+                wideCharacters.append((characterCount, (wideCharacters.last?.extraBytes ?? 0) + bytes - 1))
+            }
+            if incremental != nil { kept.append(character) }
         }
         hand(chunker.append(text))
         if let incremental {
             // The sentence still arriving: from its first non-space character, as it comes.
             var from = max(pushed, chunker.pendingStart)
+            defer { dropHandedCharacters() }
             if !open {
-                while from < characters.count, characters[from].isWhitespace { from += 1 }
-                guard from < characters.count else { return }
+                while from < characterCount, character(at: from).isWhitespace { from += 1 }
+                guard from < characterCount else { return }
                 incremental.beginUtterance(at: offset(of: from))
                 open = true
             }
-            if from < characters.count {
-                incremental.push(text: String(characters[from..<characters.count]))
+            if from < characterCount {
+                incremental.push(text: characters(from..<characterCount))
             }
-            pushed = characters.count
+            pushed = characterCount
         }
+    }
+
+    private func character(at index: Int) -> Character { kept[index - keptFrom] }
+
+    private func characters(_ range: Range<Int>) -> String {
+        String(kept[(range.lowerBound - keptFrom)..<(range.upperBound - keptFrom)])
+    }
+
+    /// Forgets the characters no source can be handed again: those before both what was
+    /// pushed and what the chunker still holds.
+    private mutating func dropHandedCharacters() {
+        let needed = min(pushed, chunker.pendingStart)
+        guard needed - keptFrom > 4_096 else { return }  // in batches, not per piece
+        kept.removeFirst(needed - keptFrom)
+        keptFrom = needed
     }
 
     /// No more text: hands over what the chunker held and ends the source's text.
@@ -80,7 +108,7 @@ struct TextFeeder {
                 open = true
             }
             if from < utterance.range.upperBound {
-                incremental.push(text: String(characters[from..<utterance.range.upperBound]))
+                incremental.push(text: characters(from..<utterance.range.upperBound))
             }
             incremental.endUtterance()
             open = false
@@ -88,9 +116,15 @@ struct TextFeeder {
         }
     }
 
-    /// The UTF-8 offset where character `index` of the whole text starts.
+    /// The UTF-8 offset where character `index` of the whole text starts: the index plus the
+    /// extra bytes of the wide characters before it (a binary search; nothing for ASCII).
     func offset(of index: Int) -> Int {
-        index == 0 ? 0 : utf8Ends[index - 1]
+        var low = 0, high = wideCharacters.count
+        while low < high {
+            let middle = (low + high) / 2
+            if wideCharacters[middle].after <= index { low = middle + 1 } else { high = middle }
+        }
+        return index + (low == 0 ? 0 : wideCharacters[low - 1].extraBytes)
     }
 
     /// The whole text's UTF-8 bytes `range`, as a string.

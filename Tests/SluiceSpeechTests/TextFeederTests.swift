@@ -97,4 +97,30 @@ import Testing
         }
         #expect(try Speech.samples(folder.path("out.wav")).count == 1500)
     }
+
+    @Test("text beyond ASCII keeps its UTF-8 offsets, whole or incremental; long text is handed over and forgotten", arguments: [false, true])
+    func wideCharacters(_ incremental: Bool) throws {
+        let (folder, graph) = try Self.graph("chunk: 1" + (incremental ? ", incremental: true" : ""))
+        let speech = try SpeechController(Speech.file(folder.path("out.wav")) { $0.graph = .file(path: graph); $0.trustGraphFolder = true; $0.settings = [:] })
+        try speech.start()
+        // "Héllo wörld." is 12 characters and 14 UTF-8 bytes; "👋" is one character of 4.
+        for piece in ["Hél", "lo wö", "rld. Wave 👋", " now."] { try speech.yield(text: piece) }
+        // Then enough plain text that the feeder drops characters it handed over (in 4 096-
+        // character batches), and one more wide sentence after it. 1 500 utterances under
+        // generate-first also fill the sink's markers before its audio: playback must start
+        // then (Playhead.markersFull) rather than wait for an end the source cannot reach.
+        let filler = String(repeating: "Ok. ", count: 1_500)
+        try speech.yield(text: " " + filler + "Fin ç.")
+        try speech.finish()
+        let result = try speech.waitUntilFinished()
+        let texts = result.utterances.map(\.text)
+        #expect(texts.prefix(2) == ["Héllo wörld.", "Wave 👋 now."])
+        #expect(result.utterances.first?.textRange == 0..<14)
+        #expect(result.utterances.dropFirst().first?.textRange == 15..<29)
+        #expect(texts.last == "Fin ç.")
+        let whole = "Héllo wörld. Wave 👋 now. " + filler + "Fin ç."
+        let lastRange = try #require(result.utterances.last?.textRange)
+        #expect(lastRange == (whole.utf8.count - "Fin ç.".utf8.count)..<whole.utf8.count)
+        #expect(result.heard.heard == whole)
+    }
 }

@@ -256,6 +256,8 @@ public final class OfflineRenderer: GraphDriver, @unchecked Sendable {
             switch playhead.state {
             case .finished: continue
             case .buffering:
+                // Full of markers: the playhead starts with what it has (see Playhead.markersFull).
+                if playhead.markersFull && bufferedFrames(sinks[index]) > 0 { continue }
                 if bufferedFrames(sinks[index]) < min(max(playhead.watermarkFrames, 1), playhead.capacityFrames) { return true }
             case .playing:
                 if bufferedFrames(sinks[index]) < periodFrames(playhead, block: block, primaryRate: primaryRate) { return true }

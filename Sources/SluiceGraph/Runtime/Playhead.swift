@@ -72,6 +72,12 @@ public final class Playhead: @unchecked Sendable {
     /// Markers the playhead holds while it waits to reach their positions.
     static let heldMarkerCapacity = 256
 
+    /// [audio-thread] Whether the held list is full and more markers wait in the edge's ring:
+    /// the filler is blocked on markers, so waiting for more audio would wait forever.
+    public var markersFull: Bool {
+        heldMarkerCount == Self.heldMarkerCapacity && markers.availableElements() > 0
+    }
+
     init(
         sampleRate: Int, channels: Int, fadeFrames: Int, capacityFrames: Int,
         watermarkFrames: Int, audio: consuming RingConsumer<Float>,
@@ -151,6 +157,7 @@ public final class Playhead: @unchecked Sendable {
         let available = audio.availableElements() / channels
         let position = streamFramesValue.load(ordering: .relaxed)
         if position + available >= endPosition { return true }
+        if current == .buffering && markersFull && available >= frames { return true }
         let needed = current == .playing ? frames : max(frames, min(watermarkValue.load(ordering: .relaxed), capacityFrames))
         return available >= needed
     }
@@ -189,7 +196,10 @@ public final class Playhead: @unchecked Sendable {
 
         if current == .buffering {
             let watermark = max(watermarkValue.load(ordering: .relaxed), 1)
-            if available >= min(watermark, capacityFrames) || (ended && (available > 0 || position >= endPosition)) {
+            // Full of markers counts as full of audio: the source cannot send more until
+            // some play (a generate-first stream of hundreds of short utterances).
+            if available >= min(watermark, capacityFrames) || (ended && (available > 0 || position >= endPosition))
+                || (markersFull && available > 0) {
                 current = .playing
                 stateValue.store(current.rawValue, ordering: .releasing)
                 post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart + min(prerollRemaining, frames), streamFrame: position)
