@@ -55,18 +55,25 @@ public enum HostRegistry {
     /// a failure in the result, not an error: it breaks only the graphs that use it.
     /// [control-thread]
     ///
+    /// With `needing` (the node types a graph uses), plugins are looked up in the user's
+    /// `PluginIndex` first and only those that may provide a needed type are opened; nil
+    /// opens every plugin on the path.
+    ///
     /// - Throws: two plugins naming one type (which one a graph meant cannot be known).
-    public static func load(server: String? = nil, graphFolder: String?, pluginFolders: [String] = []) throws(LoadError) -> Loaded {
+    public static func load(
+        server: String? = nil, graphFolder: String?, pluginFolders: [String] = [], needing: Set<String>? = nil
+    ) throws(LoadError) -> Loaded {
         var registry = builtin(server: server)
         var searchPath = PluginSearchPath.standard(graphFolder: graphFolder)
         searchPath.folders.insert(contentsOf: pluginFolders.map { PluginSearchPath.Folder($0, origin: .environment) }, at: 0)
-        let catalog = PluginCatalog(searchPath: searchPath)
+        let wanted = needing.map { $0.filter { registry.type(named: $0) == nil } }
+        let catalog = PluginCatalog(searchPath: searchPath, index: wanted == nil ? nil : PluginIndex.standard(), needing: wanted)
         do throws(PluginError) {
             try catalog.register(into: &registry)
         } catch {
             throw LoadError(problems: [error.description])
         }
-        return Loaded(registry: registry, failures: catalog.errors.map(\.description))
+        return Loaded(registry: registry, failures: catalog.failureMessages)
     }
 
     /// `load(…)`'s registry. [control-thread]

@@ -32,9 +32,11 @@ public enum SpeechGraph {
     /// `jack.sink`/`jack.source` on `server` when a graph names none, and every plugin on the
     /// search path; `graphFolder` only when the user trusts it), two plugins naming one type as
     /// a `SpeechError.graph`.
-    public static func plugins(server: String?, graphFolder: String?, pluginFolders: [String] = []) throws(SpeechError) -> HostRegistry.Loaded {
+    public static func plugins(
+        server: String?, graphFolder: String?, pluginFolders: [String] = [], needing: Set<String>? = nil
+    ) throws(SpeechError) -> HostRegistry.Loaded {
         do throws(HostRegistry.LoadError) {
-            return try HostRegistry.load(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders)
+            return try HostRegistry.load(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders, needing: needing)
         } catch {
             throw .graph(error.description)
         }
@@ -114,8 +116,13 @@ public enum SpeechGraph {
         case .file:
             live = false
         }
+        // Only the plugins the graph (and a provider chosen in the configuration) may use are
+        // opened, as far as the plugin index knows.
+        var needing = Set(declared.nodes.map(\.type))
+        if let provider = configuration.provider { needing.insert(provider) }
         let loaded = try plugins(
-            server: server, graphFolder: configuration.trustGraphFolder ? declared.baseDirectory : nil, pluginFolders: configuration.pluginFolders)
+            server: server, graphFolder: configuration.trustGraphFolder ? declared.baseDirectory : nil, pluginFolders: configuration.pluginFolders,
+            needing: needing)
         let registry = loaded.registry
         let description = try description(declared, for: configuration, registry: registry)
         let graph: CompiledGraph

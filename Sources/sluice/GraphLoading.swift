@@ -26,9 +26,11 @@ enum GraphLoading {
     /// libraries; opening one runs its code), then SLUICE_PLUGIN_PATH and the install folder.
     /// Two plugins naming one type end the command with exit 1; a plugin that fails to load
     /// matters only to a graph that needs its types.
-    static func plugins(server: String? = nil, graphFolder: String?, trustGraphFolder: Bool) throws -> HostRegistry.Loaded {
+    /// Only the plugins that may provide one of `needing` (the graph's node types) are opened,
+    /// as far as the user's plugin index knows (PluginIndex).
+    static func plugins(server: String? = nil, graphFolder: String?, trustGraphFolder: Bool, needing: Set<String>) throws -> HostRegistry.Loaded {
         do {
-            return try HostRegistry.load(server: server, graphFolder: trustGraphFolder ? graphFolder : nil)
+            return try HostRegistry.load(server: server, graphFolder: trustGraphFolder ? graphFolder : nil, needing: needing)
         } catch {
             printError("error: \(error)")
             throw ExitCode(ExitStatus.failure)
@@ -43,7 +45,9 @@ enum GraphLoading {
         do {
             var description = try description(of: argument, oneLine: oneLine)
             adjust(&description)
-            let loaded = try plugins(server: server, graphFolder: description.baseDirectory, trustGraphFolder: trustGraphFolder)
+            let loaded = try plugins(
+                server: server, graphFolder: description.baseDirectory, trustGraphFolder: trustGraphFolder,
+                needing: Set(description.nodes.map(\.type)))
             do {
                 return try GraphCompiler(registry: loaded.registry, options: options).compile(description)
             } catch {

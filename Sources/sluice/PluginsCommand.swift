@@ -26,7 +26,8 @@ struct PluginsCommand: ParsableCommand {
     func run() throws {
         let graphFolder = graph.map(PluginsCommand.folder(of:))
         let searchPath = PluginSearchPath.standard(graphFolder: plugins.trustGraphFolder ? graphFolder : nil)
-        let catalog = PluginCatalog(searchPath: searchPath)
+        // Every file is opened, and what each provides is remembered for graph commands.
+        let catalog = PluginCatalog(searchPath: searchPath, index: PluginIndex.standard())
         print("search path:")
         if searchPath.folders.isEmpty { print("  (empty)") }
         for (index, folder) in searchPath.folders.enumerated() {
@@ -47,6 +48,8 @@ struct PluginsCommand: ParsableCommand {
             switch entry.outcome {
             case .shadowed(let first):
                 print("  shadowed by \(first)")
+            case .known, .knownFailure:
+                break  // every file is opened here (no `needing`)
             case .failed(let error):
                 print("  error: \(error)")
                 failed = true

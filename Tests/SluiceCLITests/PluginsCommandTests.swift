@@ -127,4 +127,64 @@ struct PluginsCommandTests {
         #expect(outcome.status == 0, "\(outcome.standardError)")
         #expect(FileManager.default.fileExists(atPath: output))
     }
+
+    /// The plugin libraries a run of `sluice arguments…` opened, by file name, as the dynamic
+    /// loader reports them (LD_DEBUG=files), with a cache folder (and so a plugin index) of
+    /// the test's own.
+    static func opened(_ arguments: [String], cache: TemporaryFolder, pluginPath: String = "") throws -> (Set<String>, CommandRunner.Outcome) {
+        let outcome = try CommandRunner.run(
+            executable: CommandRunner.productsFolder.appendingPathComponent("sluice"), arguments, timeout: CLI.timeout,
+            currentDirectory: CLI.packageRoot,
+            environment: ["SLUICE_PLUGIN_PATH": pluginPath, "XDG_CACHE_HOME": cache.url.path, "LD_DEBUG": "files"])
+        var names: Set<String> = []
+        for line in outcome.standardError.split(separator: "\n") where line.contains("file=") && line.contains("libsluice-") {
+            guard let start = line.range(of: "file=") else { continue }
+            let path = line[start.upperBound...].prefix { !$0.isWhitespace }
+            if let name = path.split(separator: "/").last, name.hasPrefix("libsluice-") { names.insert(String(name)) }
+        }
+        return (names, outcome)
+    }
+
+    @Test("with the plugin index warm, a graph command opens only the plugins its graph uses; a new or changed file is opened again")
+    func onlyNeededPluginsOpen() throws {
+        let cache = TemporaryFolder()
+        let shipped: Set = ["libsluice-ducker.so", "libsluice-espeak.so", "libsluice-elevenlabs.so", "libsluice-openai.so", "libsluice-http-pcm.so"]
+        // First run: nothing is known yet, so every plugin is opened and remembered.
+        var (names, outcome) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache)
+        #expect(outcome.status == 0, "\(outcome.standardError.suffix(500))")
+        #expect(names == shipped)
+        #expect(FileManager.default.fileExists(atPath: cache.file("sluice/plugin-index.json").path))
+        // Then: none for a graph of built-in nodes, only espeak for the speech graph.
+        (names, outcome) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache)
+        #expect(outcome.status == 0)
+        #expect(names.isEmpty, "\(names)")
+        (names, outcome) = try Self.opened(["check", "graphs/speak.yaml"], cache: cache)
+        #expect(outcome.status == 0)
+        #expect(names == ["libsluice-espeak.so"])
+
+        // A plugin that appears on SLUICE_PLUGIN_PATH is opened once, then known.
+        let extra = TemporaryFolder()
+        let test = extra.file("libsluice-test.so").path
+        try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path, toPath: test)
+        (names, _) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache, pluginPath: extra.url.path)
+        #expect(names == shipped.union(["libsluice-test.so"]))
+        (names, _) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache, pluginPath: extra.url.path)
+        #expect(names.isEmpty, "\(names)")
+        // Replaced by another build (a new inode, size and time): opened again.
+        try FileManager.default.removeItem(atPath: test)
+        try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libsluice-ducker.so").path, toPath: extra.file("libsluice-other.so").path)
+        try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path, toPath: test)
+        (names, outcome) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache, pluginPath: extra.url.path)
+        #expect(names.contains("libsluice-test.so"))
+        // …and the copy of the ducker clashes with the shipped one, opened or known.
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("node type 'ducker'"), "\(outcome.standardError.suffix(300))")
+        try FileManager.default.removeItem(atPath: extra.file("libsluice-other.so").path)
+
+        // A type nobody is known to provide: every plugin is opened, so the error can suggest.
+        (names, outcome) = try Self.opened(["check", "tone ! duker ! null.sink"], cache: cache)
+        #expect(outcome.status == 1)
+        #expect(names == shipped)
+        #expect(outcome.standardError.contains("did you mean 'ducker'?"), "\(outcome.standardError.suffix(300))")
+    }
 }

@@ -40,6 +40,15 @@ public enum CommandRunner {
             standardInput: standardInput, currentDirectory: currentDirectory, environment: environment)
     }
 
+    /// The XDG cache folder children get when a test names none: one per test process,
+    /// removed when it exits.
+    public static let scratchCache: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sluice-test-cache-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(atPath: CommandRunner.scratchCache) }
+        return path
+    }()
+
     /// Runs the program at `executable` (a compiler, a script, an installed tool) likewise.
     ///
     /// - Parameter environment: variables to set or replace in the child's environment.
@@ -52,9 +61,11 @@ public enum CommandRunner {
         process.executableURL = executable
         process.arguments = arguments
         if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
+        // A cache folder of this test process's unless the test names one: nothing a test
+        // runs writes to the user's ~/.cache (synthesis cache, plugin index).
+        var variables = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        if environment["XDG_CACHE_HOME"] == nil { variables["XDG_CACHE_HOME"] = scratchCache }
+        process.environment = variables
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output
