@@ -1,3 +1,4 @@
+import Glibc
 import SluiceAudio
 import SluiceTestSupport
 import Testing
@@ -101,6 +102,12 @@ import Testing
         #expect(out[240...].allSatisfy { $0 == 0 })
         #expect(rig.playhead.isFinished)
         #expect(rig.drainEvents() == [.started, .cancelled])
+        // The raised cosine exactly (its cosine is stepped by a rotation, not called per frame):
+        // gain(n) = ½ + ½·cos(π·(n + 1)/241) for a 240-frame fade-out.
+        for frame in 0..<240 {
+            let expected = Float(0.5 + 0.5 * cos(Double.pi * Double(frame + 1) / 241))
+            #expect(abs(out[frame] - expected) <= 1e-6, "frame \(frame): \(out[frame]) instead of \(expected)")
+        }
     }
 
     @Test func markersAreReportedWhenTheirFramePlays() {

@@ -47,6 +47,15 @@ public final class GraphCycle: @unchecked Sendable {
     /// Each playback's underrun count at the last period, to see a new one.
     private let seenUnderruns: UnsafeMutablePointer<Int>
 
+    // What the audio thread touches, as plain pointers to unretained references: reading a
+    // class reference out of an array (or a struct of them) retains and releases it, on the
+    // JACK thread, every period. The arrays above own the objects for the cycle's life.
+    // SAFETY: filled in `init` from the arrays, which outlive them; never changed after.
+    private let processorRefs: UnsafeMutablePointer<Unmanaged<ProcessorSlot>>
+    private let playheadRefs: UnsafeMutablePointer<Unmanaged<Playhead>>
+    private let captureWriterRefs: UnsafeMutablePointer<Unmanaged<FrameEdgeWriter>>
+    private let captureChannelCounts: UnsafeMutablePointer<Int>
+
     init(processors: [ProcessorSlot], captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
         self.processors = processors
         self.captures = captures
@@ -54,10 +63,24 @@ public final class GraphCycle: @unchecked Sendable {
         self.latencies = latencies
         seenUnderruns = .allocate(capacity: max(1, playbacks.count))
         seenUnderruns.initialize(repeating: 0, count: max(1, playbacks.count))
+        processorRefs = .allocate(capacity: max(1, processors.count))
+        for (index, slot) in processors.enumerated() { (processorRefs + index).initialize(to: .passUnretained(slot)) }
+        playheadRefs = .allocate(capacity: max(1, playbacks.count))
+        for (index, playback) in playbacks.enumerated() { (playheadRefs + index).initialize(to: .passUnretained(playback.playhead)) }
+        captureWriterRefs = .allocate(capacity: max(1, captures.count))
+        captureChannelCounts = .allocate(capacity: max(1, captures.count))
+        for (index, capture) in captures.enumerated() {
+            (captureWriterRefs + index).initialize(to: .passUnretained(capture.writer))
+            (captureChannelCounts + index).initialize(to: capture.channels)
+        }
     }
 
     deinit {
         seenUnderruns.deallocate()
+        processorRefs.deallocate()
+        playheadRefs.deallocate()
+        captureWriterRefs.deallocate()
+        captureChannelCounts.deallocate()
     }
 
     // MARK: Control side
@@ -122,8 +145,8 @@ public final class GraphCycle: @unchecked Sendable {
     /// stretches of interleaved samples (the ring wraps), or nil when the edge lacks the
     /// room: the period is then dropped and counted as an overrun.
     public func captureRegions(_ index: Int, frames: Int) -> (first: UnsafeMutableBufferPointer<Float>, second: UnsafeMutableBufferPointer<Float>)? {
-        let capture = captures[index]
-        guard let regions = capture.writer.writableSamples(frames * capture.channels) else {
+        let samples = frames * captureChannelCounts[index]
+        guard let regions = captureWriterRefs[index]._withUnsafeGuaranteedRef({ $0.writableSamples(samples) }) else {
             overrunCount.add(1, ordering: .relaxed)
             return nil
         }
@@ -132,7 +155,7 @@ public final class GraphCycle: @unchecked Sendable {
 
     /// [audio-thread] Makes the `frames` frames written into `captureRegions` visible.
     public func commitCapture(_ index: Int, frames: Int) {
-        captures[index].writer.commit(frames)
+        captureWriterRefs[index]._withUnsafeGuaranteedRef { $0.commit(frames) }
     }
 
     /// [audio-thread] Runs every processor in the cycle until nothing moves (at most a few
@@ -146,14 +169,15 @@ public final class GraphCycle: @unchecked Sendable {
         // plays out (the worker does the same for the processors it runs).
         var starved = false
         for index in 0..<playbacks.count {
-            let underruns = playbacks[index].playhead.underruns
+            let underruns = playheadRefs[index]._withUnsafeGuaranteedRef { $0.underruns }
             if underruns != seenUnderruns[index] {
                 seenUnderruns[index] = underruns
                 starved = true
             }
         }
+        let count = processors.count
         if starved {
-            for index in processors.indices { _ = processors[index].drain() }
+            for index in 0..<count { _ = processorRefs[index]._withUnsafeGuaranteedRef { $0.drain() } }
         }
         // Topological order: each processor moves all it can, so one pass usually moves the
         // period through. Another pass is needed only when a processor moved more than once in
@@ -162,9 +186,12 @@ public final class GraphCycle: @unchecked Sendable {
         var again = true
         while again && rounds < Self.maximumRounds {
             again = false
-            for index in processors.indices {
-                var steps = 0
-                while steps < Self.maximumRounds && processors[index].step() { steps += 1 }
+            for index in 0..<count {
+                let steps = processorRefs[index]._withUnsafeGuaranteedRef { slot in
+                    var steps = 0
+                    while steps < Self.maximumRounds && slot.step() { steps += 1 }
+                    return steps
+                }
                 if steps > 1 { again = true }
             }
             rounds += 1
@@ -180,6 +207,6 @@ public final class GraphCycle: @unchecked Sendable {
     /// - Returns: whether that sink's stream has finished.
     @discardableResult
     public func render(_ index: Int, into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64) -> Bool {
-        playbacks[index].playhead.render(into: output, frames: frames, deviceTime: deviceTime)
+        playheadRefs[index]._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames, deviceTime: deviceTime) }
     }
 }

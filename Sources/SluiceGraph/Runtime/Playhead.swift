@@ -332,18 +332,20 @@ public final class Playhead: @unchecked Sendable {
     /// Raised-cosine gain over `length` frames; `offset` is where in the fade `output` starts.
     private func applyFade(_ output: UnsafeMutablePointer<Float>, frames: Int, fadingIn: Bool, offset: Int, length: Int) {
         guard frames > 0, length > 0 else { return }
+        // Fade-outs end at zero on the frame after the last one; fade-ins start from zero on
+        // the frame before the first one, so neither edge is a step. The gain is
+        // ½ − ½·cos(π·(offset + frame + 1)/(length + 1)): its cosine is stepped by a rotation,
+        // four trigonometric calls a fade rather than one a frame on the device thread.
+        let step = Double.pi / Double(length + 1)
+        let start = step * Double(offset + 1)
+        var cosine = cos(start), sine = sin(start)
+        let stepCosine = cos(step), stepSine = sin(step)
         for frame in 0..<frames {
-            // Fade-outs end at zero on the frame after the last one; fade-ins start from zero
-            // on the frame before the first one, so neither edge is a step.
-            let progress = Double(offset + frame + 1) / Double(length + 1)
-            let rising = Float(0.5 - 0.5 * cosPi(progress))
+            let rising = Float(0.5 - 0.5 * cosine)
             let gain = fadingIn ? rising : 1 - rising
             for channel in 0..<channels { output[frame * channels + channel] *= gain }
+            (cosine, sine) = (cosine * stepCosine - sine * stepSine, sine * stepCosine + cosine * stepSine)
         }
     }
 }
 
-@inline(__always)
-func cosPi(_ x: Double) -> Double {
-    cos(Double.pi * x)
-}
