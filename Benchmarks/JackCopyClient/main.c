@@ -24,16 +24,12 @@
 
 #define MAX_CHANNELS 8
 #define MAX_FRAMES 8192
-#define MAX_CALLBACKS (1 << 20)
 
 static jack_client_t *client;
 static jack_port_t *ports[MAX_CHANNELS];
 static int channels = 1;
 static jack_ringbuffer_t *ring;
 static float *scratch;            /* one period, interleaved; allocated before activation */
-static uint32_t *durations;       /* nanoseconds per callback; allocated before activation */
-static atomic_long callback_count;
-static atomic_int xruns;
 static atomic_int running = 1;
 
 /* [audio-thread] No allocation, no locks, no I/O. */
@@ -49,15 +45,7 @@ static int process(jack_nframes_t nframes, void *arg) {
         const float *in = scratch + channel;
         for (jack_nframes_t frame = 0; frame < nframes; frame++, in += channels) out[frame] = *in;
     }
-    long index = atomic_load_explicit(&callback_count, memory_order_relaxed);
-    if (index < MAX_CALLBACKS) durations[index] = (uint32_t)(callback_stats_nanoseconds() - started);
-    atomic_store_explicit(&callback_count, index + 1, memory_order_release);
-    return 0;
-}
-
-static int on_xrun(void *arg) {
-    (void)arg;
-    atomic_fetch_add_explicit(&xruns, 1, memory_order_relaxed);
+    callback_stats_record(started);
     return 0;
 }
 
@@ -104,15 +92,14 @@ int main(int argc, char **argv) {
     /* A second of audio, as jack.sink's ring holds up to max-buffered. */
     ring = jack_ringbuffer_create(sizeof(float) * (size_t)channels * jack_get_sample_rate(client));
     scratch = calloc((size_t)MAX_FRAMES * (size_t)channels, sizeof(float));
-    durations = calloc(MAX_CALLBACKS, sizeof(uint32_t));
-    if (!ring || !scratch || !durations) { fprintf(stderr, "jack-copy-client: out of memory\n"); return 1; }
+    if (!ring || !scratch || !callback_stats_start()) { fprintf(stderr, "jack-copy-client: out of memory\n"); return 1; }
     jack_ringbuffer_mlock(ring);
 
     pthread_t feeder;
     pthread_create(&feeder, NULL, feed, NULL);
     while (jack_ringbuffer_write_space(ring) >= sizeof(float) * (size_t)channels) usleep(1000);
     jack_set_process_callback(client, process, NULL);
-    jack_set_xrun_callback(client, on_xrun, NULL);
+    jack_set_xrun_callback(client, callback_stats_on_xrun, NULL);
     if (jack_activate(client)) { fprintf(stderr, "jack-copy-client: cannot activate\n"); return 1; }
 
     usleep((useconds_t)(seconds * 1e6));
@@ -120,13 +107,9 @@ int main(int argc, char **argv) {
     atomic_store(&running, 0);
     pthread_join(feeder, NULL);
 
-    long count = atomic_load_explicit(&callback_count, memory_order_acquire);
-    if (count > MAX_CALLBACKS) count = MAX_CALLBACKS;
-    if (count == 0) { fprintf(stderr, "jack-copy-client: no callbacks ran\n"); return 1; }
-    callback_stats_print(durations, count, atomic_load(&xruns), -1);
+    if (!callback_stats_finish(-1)) { fprintf(stderr, "jack-copy-client: no callbacks ran\n"); return 1; }
     jack_client_close(client);
     jack_ringbuffer_free(ring);
     free(scratch);
-    free(durations);
     return 0;
 }

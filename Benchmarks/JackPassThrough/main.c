@@ -25,14 +25,10 @@
 #include <unistd.h>
 
 #define MAX_CHANNELS 8
-#define MAX_CALLBACKS (1 << 20)
 
 static jack_client_t *client;
 static jack_port_t *inputs[MAX_CHANNELS], *outputs[MAX_CHANNELS];
 static int channels = 1;
-static uint32_t *durations;       /* nanoseconds per callback; allocated before activation */
-static atomic_long callback_count;
-static atomic_int xruns;
 
 /* [audio-thread] No allocation, no locks, no I/O. */
 static int process(jack_nframes_t nframes, void *arg) {
@@ -43,16 +39,7 @@ static int process(jack_nframes_t nframes, void *arg) {
         float *out = jack_port_get_buffer(outputs[channel], nframes);
         memcpy(out, in, sizeof(float) * nframes);
     }
-    long index = atomic_load_explicit(&callback_count, memory_order_relaxed);
-    if (index < MAX_CALLBACKS) durations[index] = (uint32_t)(callback_stats_nanoseconds() - started);
-    atomic_store_explicit(&callback_count, index + 1, memory_order_release);
-    return 0;
-}
-
-/* [notification-thread] */
-static int on_xrun(void *arg) {
-    (void)arg;
-    atomic_fetch_add_explicit(&xruns, 1, memory_order_relaxed);
+    callback_stats_record(started);
     return 0;
 }
 
@@ -84,10 +71,9 @@ int main(int argc, char **argv) {
         outputs[channel] = jack_port_register(client, out_name, JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
         if (!inputs[channel] || !outputs[channel]) { fprintf(stderr, "jack-passthrough: cannot register ports\n"); return 1; }
     }
-    durations = calloc(MAX_CALLBACKS, sizeof(uint32_t));
-    if (!durations) { fprintf(stderr, "jack-passthrough: out of memory\n"); return 1; }
+    if (!callback_stats_start()) { fprintf(stderr, "jack-passthrough: out of memory\n"); return 1; }
     jack_set_process_callback(client, process, NULL);
-    jack_set_xrun_callback(client, on_xrun, NULL);
+    jack_set_xrun_callback(client, callback_stats_on_xrun, NULL);
     if (jack_activate(client)) { fprintf(stderr, "jack-passthrough: cannot activate\n"); return 1; }
     for (int i = 0; i < ins; i++) {
         int result = jack_connect(client, connect_in[i], jack_port_name(inputs[i % channels]));
@@ -101,15 +87,11 @@ int main(int argc, char **argv) {
     usleep((useconds_t)(seconds * 1e6));
     jack_deactivate(client);
 
-    long count = atomic_load_explicit(&callback_count, memory_order_acquire);
-    if (count > MAX_CALLBACKS) count = MAX_CALLBACKS;
-    if (count == 0) { fprintf(stderr, "jack-passthrough: no callbacks ran\n"); return 1; }
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     double cpu = (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec * 1e-6
         + (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec * 1e-6;
-    callback_stats_print(durations, count, atomic_load(&xruns), cpu);
+    if (!callback_stats_finish(cpu)) { fprintf(stderr, "jack-passthrough: no callbacks ran\n"); return 1; }
     jack_client_close(client);
-    free(durations);
     return 0;
 }

@@ -13,7 +13,7 @@ struct YAMLGraphReader {
 
     static let topLevelKeys = ["name", "nodes", "links", "playback"]
     static let playbackKeys = ["strategy", "watermark", "max-buffered", "block", "client", "boundary"]
-    static let blockRange = 16 ... 8192
+    static let blockRange = GraphLimits.blockFrames
 
     init(file: String, source: YAMLSource, originalKeys: [String: String]) {
         self.file = file

@@ -43,7 +43,7 @@ public struct SecretPolicy: Sendable {
             throw PluginError(
                 code: "untrusted-variable",
                 message: "\(parameter) names the environment variable '\(variable)'; a graph may read secrets only from variables "
-                    + "beginning with \(allowed.map { "\($0)" }.joined(separator: " or ")) (docs/providers/secrets.md)")
+                    + "beginning with \(allowed.joined(separator: " or ")) (docs/providers/secrets.md)")
         }
     }
 

@@ -39,13 +39,8 @@ public enum HostRegistry {
         /// graph that needed a broken plugin's type says why it is missing.
         public func explaining(_ diagnostics: GraphDiagnostics) -> GraphDiagnostics {
             guard !failures.isEmpty else { return diagnostics }
-            return GraphDiagnostics(diagnostics.diagnostics.map { diagnostic in
-                guard diagnostic.message.hasPrefix("unknown node type ") else { return diagnostic }
-                var explained = diagnostic
-                let notes = failures.map { "a plugin on the search path did not load: \($0)" }.joined(separator: "; ")
-                explained.fix = (diagnostic.fix.map { $0 + "; " } ?? "") + notes
-                return explained
-            })
+            return diagnostics.addingToUnknownTypeFixes(
+                failures.map { "a plugin on the search path did not load: \($0)" }.joined(separator: "; "))
         }
     }
 

@@ -17,19 +17,11 @@ final class JackCycleEngine: @unchecked Sendable {
     // SAFETY: a jack_client_t* owned by the device, valid while the engine is installed.
     private let client: OpaquePointer
     let sampleRate: Int
-    // Endpoints in the cycle's order, each with its channel count, its cycle index and the
-    // offset of its first port in the flat port arrays.
+    // Endpoints in the cycle's order, each direction with its channel counts, cycle indices
+    // and the offset of each endpoint's first port in the flat port array.
     // SAFETY: the port arrays are set before activation and never changed while active.
-    private let playbackCount: Int
-    private let playbackChannels: UnsafeMutablePointer<Int>
-    private let playbackIndices: UnsafeMutablePointer<Int>
-    private let playbackOffsets: UnsafeMutablePointer<Int>
-    private let playbackPorts: UnsafeMutablePointer<OpaquePointer?>
-    private let captureCount: Int
-    private let captureChannels: UnsafeMutablePointer<Int>
-    private let captureIndices: UnsafeMutablePointer<Int>
-    private let captureOffsets: UnsafeMutablePointer<Int>
-    private let capturePorts: UnsafeMutablePointer<OpaquePointer?>
+    private let playback: Side
+    private let capture: Side
     private let scratch: UnsafeMutablePointer<Float>
 
     /// Set once the ports are connected: until then the callback plays silence, so the
@@ -63,30 +55,8 @@ final class JackCycleEngine: @unchecked Sendable {
         self.client = client
         self.sampleRate = sampleRate
         hooks = JackRealtimeHooks.installed
-        func copy(_ values: [Int]) -> UnsafeMutablePointer<Int> {
-            let pointer = UnsafeMutablePointer<Int>.allocate(capacity: max(1, values.count))
-            pointer.initialize(repeating: 0, count: max(1, values.count))
-            for (index, value) in values.enumerated() { pointer[index] = value }
-            return pointer
-        }
-        func offsets(_ channels: [Int]) -> [Int] {
-            var running = 0
-            return channels.map { count in defer { running += count }; return running }
-        }
-        playbackCount = playbackChannels.count
-        self.playbackChannels = copy(playbackChannels)
-        self.playbackIndices = copy(playbackIndices)
-        playbackOffsets = copy(offsets(playbackChannels))
-        let playbackTotal = playbackChannels.reduce(0, +)
-        playbackPorts = .allocate(capacity: max(1, playbackTotal))
-        playbackPorts.initialize(repeating: nil, count: max(1, playbackTotal))
-        captureCount = captureChannels.count
-        self.captureChannels = copy(captureChannels)
-        self.captureIndices = copy(captureIndices)
-        captureOffsets = copy(offsets(captureChannels))
-        let captureTotal = captureChannels.reduce(0, +)
-        capturePorts = .allocate(capacity: max(1, captureTotal))
-        capturePorts.initialize(repeating: nil, count: max(1, captureTotal))
+        playback = Side(channels: playbackChannels, indices: playbackIndices)
+        capture = Side(channels: captureChannels, indices: captureIndices)
         let widest = max(1, playbackChannels.max() ?? 1)
         scratch = .allocate(capacity: Self.maximumFrames * widest)
         scratch.initialize(repeating: 0, count: Self.maximumFrames * widest)
@@ -95,23 +65,20 @@ final class JackCycleEngine: @unchecked Sendable {
     }
 
     deinit {
-        for pointer in [playbackChannels, playbackIndices, playbackOffsets, captureChannels, captureIndices, captureOffsets] {
-            pointer.deallocate()
-        }
-        playbackPorts.deallocate()
-        capturePorts.deallocate()
+        playback.deallocate()
+        capture.deallocate()
         scratch.deallocate()
         durations.deallocate()
     }
 
     /// [control-thread] Before activation.
     func setPlaybackPort(_ port: OpaquePointer, endpoint: Int, channel: Int) {
-        playbackPorts[playbackOffsets[endpoint] + channel] = port
+        playback.ports[playback.offsets[endpoint] + channel] = port
     }
 
     /// [control-thread] Before activation.
     func setCapturePort(_ port: OpaquePointer, endpoint: Int, channel: Int) {
-        capturePorts[captureOffsets[endpoint] + channel] = port
+        capture.ports[capture.offsets[endpoint] + channel] = port
     }
 
     // MARK: Audio thread
@@ -133,9 +100,9 @@ final class JackCycleEngine: @unchecked Sendable {
         // SAFETY: the cycle outlives activation (see `cycle`); the guaranteed reference keeps
         // retain/release off the real-time thread.
         cycle._withUnsafeGuaranteedRef { cycle in
-            for endpoint in 0..<captureCount { capture(endpoint, cycle: cycle, nframes: nframes) }
+            for endpoint in 0..<capture.count { capture(endpoint, cycle: cycle, nframes: nframes) }
             cycle.process()
-            for endpoint in 0..<playbackCount { play(endpoint, cycle: cycle, nframes: nframes, deviceTime: deviceTime) }
+            for endpoint in 0..<playback.count { play(endpoint, cycle: cycle, nframes: nframes, deviceTime: deviceTime) }
         }
         let elapsed = nanoseconds() &- started
         let count = durationCount.load(ordering: .relaxed)
@@ -147,22 +114,22 @@ final class JackCycleEngine: @unchecked Sendable {
     @inline(__always)
     private func capture(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
         let frames = Int(nframes)
-        let channels = captureChannels[endpoint]
-        guard let regions = cycle.captureRegions(captureIndices[endpoint], frames: frames) else { return }
+        let channels = capture.channels[endpoint]
+        guard let regions = cycle.captureRegions(capture.indices[endpoint], frames: frames) else { return }
         let split = regions.first.count
         if channels == 1 {
             // One port: the period is already "interleaved"; copy the two stretches.
-            if let port = capturePorts[captureOffsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
+            if let port = capture.ports[capture.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
                 // SAFETY: JACK hands a buffer of `nframes` samples; the regions hold `nframes`.
                 let buffer = raw.assumingMemoryBound(to: Float.self)
                 regions.first.baseAddress?.update(from: buffer, count: split)
                 regions.second.baseAddress?.update(from: buffer + split, count: frames - split)
             }
-            cycle.commitCapture(captureIndices[endpoint], frames: frames)
+            cycle.commitCapture(capture.indices[endpoint], frames: frames)
             return
         }
         for channel in 0..<channels {
-            guard let port = capturePorts[captureOffsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
+            guard let port = capture.ports[capture.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
             // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
             let buffer = raw.assumingMemoryBound(to: Float.self)
             for frame in 0..<frames {
@@ -174,23 +141,23 @@ final class JackCycleEngine: @unchecked Sendable {
                 }
             }
         }
-        cycle.commitCapture(captureIndices[endpoint], frames: frames)
+        cycle.commitCapture(capture.indices[endpoint], frames: frames)
     }
 
     /// [audio-thread] Renders a device sink's playhead and spreads it over its ports.
     @inline(__always)
     private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t, deviceTime: UInt64) {
         let frames = Int(nframes)
-        let channels = playbackChannels[endpoint]
-        if channels == 1, let port = playbackPorts[playbackOffsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
+        let channels = playback.channels[endpoint]
+        if channels == 1, let port = playback.ports[playback.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
             // One port: the playhead renders straight into JACK's buffer.
             // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
-            cycle.render(playbackIndices[endpoint], into: raw.assumingMemoryBound(to: Float.self), frames: frames, deviceTime: deviceTime)
+            cycle.render(playback.indices[endpoint], into: raw.assumingMemoryBound(to: Float.self), frames: frames, deviceTime: deviceTime)
             return
         }
-        cycle.render(playbackIndices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
+        cycle.render(playback.indices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
         for channel in 0..<channels {
-            guard let port = playbackPorts[playbackOffsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
+            guard let port = playback.ports[playback.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
             // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
             let buffer = raw.assumingMemoryBound(to: Float.self)
             var source = scratch + channel
@@ -203,9 +170,9 @@ final class JackCycleEngine: @unchecked Sendable {
 
     @inline(__always)
     private func silenceOutputs(_ nframes: jack_nframes_t) {
-        let total = playbackCount == 0 ? 0 : playbackOffsets[playbackCount - 1] + playbackChannels[playbackCount - 1]
+        let total = playback.count == 0 ? 0 : playback.offsets[playback.count - 1] + playback.channels[playback.count - 1]
         for index in 0..<total {
-            guard let port = playbackPorts[index], let buffer = jack_port_get_buffer(port, nframes) else { continue }
+            guard let port = playback.ports[index], let buffer = jack_port_get_buffer(port, nframes) else { continue }
             buffer.assumingMemoryBound(to: Float.self).update(repeating: 0, count: Int(nframes))
         }
     }
@@ -224,18 +191,18 @@ final class JackCycleEngine: @unchecked Sendable {
     /// nodes' latency between them; a capture port's playback latency is the largest
     /// playback latency of the sinks it feeds plus the nodes' latency.
     func setLatencies(_ mode: jack_latency_callback_mode_t) {
-        let capture = mode == JackCaptureLatency
+        let captureMode = mode == JackCaptureLatency
         // Capture mode: our outputs (playback endpoints) take their inputs' latency; playback
         // mode: our inputs (capture endpoints) take their outputs'.
-        let targets = capture ? playbackSide : captureSide
-        let others = capture ? captureSide : playbackSide
+        let targets = captureMode ? playback : capture
+        let others = captureMode ? capture : playback
         let graph = cycle.takeUnretainedValue()
         for target in 0..<targets.count {
             var range = jack_latency_range_t(min: 0, max: 0)
             var found = false
             for other in 0..<others.count {
-                let (source, sink) = capture ? (other, target) : (target, other)
-                guard let nodes = graph.latency(fromCapture: captureIndices[source], toPlayback: playbackIndices[sink]) else { continue }
+                let (source, sink) = captureMode ? (other, target) : (target, other)
+                guard let nodes = graph.latency(fromCapture: capture.indices[source], toPlayback: playback.indices[sink]) else { continue }
                 let through = portsRange(others.ports + others.offsets[other], count: others.channels[other], mode: mode)
                 let low = through.min + UInt32(nodes), high = through.max + UInt32(nodes)
                 range = found ? jack_latency_range_t(min: min(range.min, low), max: max(range.max, high)) : jack_latency_range_t(min: low, max: high)
@@ -246,19 +213,8 @@ final class JackCycleEngine: @unchecked Sendable {
                 jack_port_set_latency_range(port, mode, &range)
             }
         }
-        if !capture { updateOutputLatency() }
+        if !captureMode { updateOutputLatency() }
     }
-
-    /// One direction's endpoints: their count, channels, first-port offsets and ports.
-    private struct Side {
-        let count: Int
-        let channels: UnsafeMutablePointer<Int>
-        let offsets: UnsafeMutablePointer<Int>
-        let ports: UnsafeMutablePointer<OpaquePointer?>
-    }
-
-    private var playbackSide: Side { Side(count: playbackCount, channels: playbackChannels, offsets: playbackOffsets, ports: playbackPorts) }
-    private var captureSide: Side { Side(count: captureCount, channels: captureChannels, offsets: captureOffsets, ports: capturePorts) }
 
     /// The widest range over `count` ports.
     private func portsRange(_ ports: UnsafeMutablePointer<OpaquePointer?>, count: Int, mode: jack_latency_callback_mode_t) -> jack_latency_range_t {
@@ -280,10 +236,10 @@ final class JackCycleEngine: @unchecked Sendable {
         let graph = cycle.takeUnretainedValue()
         let period = Int(jack_get_buffer_size(client))
         var largest = 0
-        for sink in 0..<playbackCount {
-            let range = portsRange(playbackPorts + playbackOffsets[sink], count: playbackChannels[sink], mode: JackPlaybackLatency)
+        for sink in 0..<playback.count {
+            let range = portsRange(playback.ports + playback.offsets[sink], count: playback.channels[sink], mode: JackPlaybackLatency)
             let frames = Int(range.max) + period
-            graph.playhead(playbackIndices[sink]).outputLatencyFrames = frames
+            graph.playhead(playback.indices[sink]).outputLatencyFrames = frames
             largest = max(largest, frames)
         }
         outputLatencyValue.store(largest, ordering: .relaxed)
@@ -301,5 +257,42 @@ final class JackCycleEngine: @unchecked Sendable {
         for index in max(0, count - Self.durationCapacity)..<count {
             values.append(durations[index & (Self.durationCapacity - 1)])
         }
+    }
+}
+
+/// One direction's endpoints (a JACK client's playback or capture side): for each endpoint its
+/// channel count, its index in the cycle and the offset of its first port in `ports`, one
+/// flat array of every port. Plain memory, allocated on the control thread before
+/// activation, so the process callback reads it without retaining or allocating.
+private struct Side {
+    let count: Int
+    let channels: UnsafeMutablePointer<Int>
+    let indices: UnsafeMutablePointer<Int>
+    let offsets: UnsafeMutablePointer<Int>
+    let ports: UnsafeMutablePointer<OpaquePointer?>
+
+    init(channels: [Int], indices: [Int]) {
+        func copy(_ values: [Int]) -> UnsafeMutablePointer<Int> {
+            let pointer = UnsafeMutablePointer<Int>.allocate(capacity: max(1, values.count))
+            pointer.initialize(repeating: 0, count: max(1, values.count))
+            for (index, value) in values.enumerated() { pointer[index] = value }
+            return pointer
+        }
+        var running = 0
+        let offsets = channels.map { count in defer { running += count }; return running }
+        count = channels.count
+        self.channels = copy(channels)
+        self.indices = copy(indices)
+        self.offsets = copy(offsets)
+        ports = .allocate(capacity: max(1, running))
+        ports.initialize(repeating: nil, count: max(1, running))
+    }
+
+    /// [control-thread] After the client is closed.
+    func deallocate() {
+        channels.deallocate()
+        indices.deallocate()
+        offsets.deallocate()
+        ports.deallocate()
     }
 }

@@ -59,10 +59,19 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     static func make(
         for entries: [DeviceEndpointEntry], graphName: String, playback: PlaybackSettings, defaultServer: String?
     ) throws(DeviceConfigurationError) -> JackDevice {
-        var server: String?
-        var serverOwner: String?
-        var name: String?
-        var nameOwner: String?
+        // A setting the endpoints must agree on: its value and the node that gave it first.
+        var server: (value: String, node: String)?
+        var name: (value: String, node: String)?
+        func agree(
+            _ given: String, node: String, with setting: inout (value: String, node: String)?, parameter: String,
+            conflict: (_ first: (value: String, node: String)) -> (message: String, fix: String)
+        ) throws(DeviceConfigurationError) {
+            if let first = setting, first.value != given {
+                let (message, fix) = conflict(first)
+                throw DeviceConfigurationError(node: node, parameter: parameter, message: message, fix: fix)
+            }
+            if setting == nil { setting = (given, node) }
+        }
         var sinks: [Endpoint] = []
         var sources: [Endpoint] = []
         var portOwners: [String: String] = [:]
@@ -80,24 +89,16 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
                 continue
             }
             if let given = settings.server {
-                if let server, server != given {
-                    throw DeviceConfigurationError(
-                        node: entry.name, parameter: "server",
-                        message: "server '\(given)' differs from '\(server)' of node '\(serverOwner!)': a graph plays through one JACK server",
-                        fix: "give every jack.sink and jack.source the same server, or none (then --server decides)")
+                try agree(given, node: entry.name, with: &server, parameter: "server") { first in
+                    ("server '\(given)' differs from '\(first.value)' of node '\(first.node)': a graph plays through one JACK server",
+                     "give every jack.sink and jack.source the same server, or none (then --server decides)")
                 }
-                server = given
-                serverOwner = entry.name
             }
             if let given = settings.client, playback.client == nil {
-                if let name, name != given {
-                    throw DeviceConfigurationError(
-                        node: entry.name, parameter: "client",
-                        message: "client '\(given)' differs from '\(name)' of node '\(nameOwner!)': a graph is one JACK client holding all its ports",
-                        fix: "name the client once, as `playback: { client: \(name) }`, and drop the nodes' `client`")
+                try agree(given, node: entry.name, with: &name, parameter: "client") { first in
+                    ("client '\(given)' differs from '\(first.value)' of node '\(first.node)': a graph is one JACK client holding all its ports",
+                     "name the client once, as `playback: { client: \(first.value) }`, and drop the nodes' `client`")
                 }
-                name = given
-                nameOwner = entry.name
             }
             for port in settings.ports ?? [] {
                 if let owner = portOwners[port] {
@@ -113,8 +114,8 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
                 connect: settings.connect, direction: direction)
             if direction == .playback { sinks.append(endpoint) } else { sources.append(endpoint) }
         }
-        let clientName = playback.client ?? name ?? Self.clientName(forGraph: graphName)
-        let device = JackDevice(server: server ?? defaultServer, clientName: clientName, sinks: sinks, sources: sources)
+        let clientName = playback.client ?? name?.value ?? Self.clientName(forGraph: graphName)
+        let device = JackDevice(server: server?.value ?? defaultServer, clientName: clientName, sinks: sinks, sources: sources)
         for entry in entries {
             if let sink = entry.node as? JackSink {
                 sink.device = device

@@ -74,13 +74,8 @@ struct PluginOptions: ParsableArguments {
     static func hintUntrusted(folder: String, in diagnostics: GraphDiagnostics) -> GraphDiagnostics {
         let files = PluginCatalog.pluginFiles(in: folder)
         guard !files.isEmpty else { return diagnostics }
-        return GraphDiagnostics(diagnostics.diagnostics.map { diagnostic in
-            guard diagnostic.message.hasPrefix("unknown node type ") else { return diagnostic }
-            var hinted = diagnostic
-            hinted.fix = (diagnostic.fix.map { $0 + "; " } ?? "")
-                + "the graph's folder holds \(files.joined(separator: ", ")), not opened: if you trust it, add --trust-graph-folder"
-            return hinted
-        })
+        return diagnostics.addingToUnknownTypeFixes(
+            "the graph's folder holds \(files.joined(separator: ", ")), not opened: if you trust it, add --trust-graph-folder")
     }
 }
 

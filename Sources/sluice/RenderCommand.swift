@@ -39,7 +39,7 @@ struct RenderCommand: ParsableCommand {
 
     func validate() throws {
         if let rate, !(1000...384_000).contains(rate) { throw ValidationError("--rate must be 1000…384000 Hz") }
-        if let block, !(16...8192).contains(block) { throw ValidationError("--block must be 16…8192 frames") }
+        if let block, !GraphLimits.blockFrames.contains(block) { throw ValidationError("--block must be 16…8192 frames") }
     }
 
     func run() throws {

@@ -70,8 +70,8 @@ public struct GraphCompiler {
             state.error("playback max-buffered is \(playback.maxBuffered) s; it must be more than 0 and at most \(Int(GraphLimits.playbackSeconds)) s",
                         at: playback.location, fix: "max-buffered: 3.0")
         }
-        if !(16...8192).contains(playback.blockFrames) {
-            state.error("playback block is \(playback.blockFrames) frames; it must be 16…8192",
+        if !GraphLimits.blockFrames.contains(playback.blockFrames) {
+            state.error("playback block is \(playback.blockFrames) frames; it must be \(GraphLimits.blockFrames.lowerBound)…\(GraphLimits.blockFrames.upperBound)",
                         at: playback.location, fix: "block: 256")
         }
     }
@@ -93,7 +93,7 @@ public struct GraphCompiler {
                 let fix = close.isEmpty
                     ? "run `sluice nodes` to list the node types"
                     : "did you mean " + close.map { "'\($0)'" }.joined(separator: " or ") + "?"
-                state.error("unknown node type '\(declaration.type)' for node '\(declaration.name)'",
+                state.error(GraphDiagnostics.unknownTypePrefix + "'\(declaration.type)' for node '\(declaration.name)'",
                             at: declaration.typeLocation ?? declaration.location, fix: fix)
                 continue
             }

@@ -44,4 +44,19 @@ public struct GraphDiagnostics: Error, Sendable, Hashable, CustomStringConvertib
     }
 
     public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+
+    /// How the compiler's error for a node type nobody provides begins.
+    public static let unknownTypePrefix = "unknown node type "
+
+    /// These diagnostics with `note` added to the fix of each unknown-type error: what the
+    /// host knows about why a type may be missing (a plugin that did not load, one it did not
+    /// open).
+    public func addingToUnknownTypeFixes(_ note: String) -> GraphDiagnostics {
+        GraphDiagnostics(diagnostics.map { diagnostic in
+            guard diagnostic.message.hasPrefix(Self.unknownTypePrefix) else { return diagnostic }
+            var noted = diagnostic
+            noted.fix = (diagnostic.fix.map { $0 + "; " } ?? "") + note
+            return noted
+        })
+    }
 }

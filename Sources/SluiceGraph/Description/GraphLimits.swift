@@ -14,4 +14,6 @@ public enum GraphLimits {
     /// `playback.watermark` and `playback.max-buffered`, in seconds: a sink's buffer is sized
     /// from max-buffered, so this bounds its memory too.
     public static let playbackSeconds = 600.0
+    /// `playback.block` (and `sluice render --block`), in frames.
+    public static let blockFrames = 16...8192
 }
