@@ -91,6 +91,7 @@ let package = Package(
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
         systemLibrary("CEspeak", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
 
         // MARK: Library modules
@@ -106,7 +107,7 @@ let package = Package(
         ),
         .target(
             name: "SluiceNodes",
-            dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSndFile"],
+            dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSpeexDSP", "CSndFile"],
             // The built-in nodes run in the JACK cycle too (a fader's `process` was a
             // `swift_beginAccess` and a thread-local lookup per period).
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
@@ -167,7 +168,7 @@ let package = Package(
         .executableTarget(
             name: "SluiceBenchmarks",
             dependencies: [
-                "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate",
+                "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate", "CSoxr", "CSpeexDSP",
                 "SluiceGraph", "SluiceConfig", "CSndFile", "SluicePlugins", "HTTPTestSupport", "SluiceTestSupport",
                 .product(name: "Yams", package: "Yams"),
             ],

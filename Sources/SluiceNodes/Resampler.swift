@@ -1,11 +1,19 @@
 import CSampleRate
 import CSoxr
+import CSpeexDSP
 import SluiceAudio
 
-/// The resampler's converters, by the names graph files use: libsamplerate's five (the
-/// default engine) and four libsoxr qualities (an optional engine: tens to hundreds of times
-/// faster at equal quality, but it allocates inside libsoxr and adds 17–33 ms of delay, so it
-/// is for offline rendering, not for the real-time path; see docs/architecture.md).
+/// The resampler's converters, by the names graph files use, from three engines
+/// (docs/resampling.md has each one's latency, CPU and rejection, measured):
+/// - libsamplerate's five: real-time safe, slow (`sinc-fastest` costs ~4 ms per second of
+///   audio at 2:1);
+/// - libsoxr's four: the fastest and cleanest (`soxr-hq` ~0.15 ms per second, ~130 dB), but it
+///   allocates inside libsoxr and holds back 15–33 ms, so it is for offline rendering;
+/// - speexdsp's eleven levels (`speex-0` … `speex-10`, as PulseAudio names them): real-time
+///   safe, 1–5 ms of delay, `speex-6` ~0.8 ms per second with a flat band to 87 % of Nyquist.
+///
+/// A graph that names no quality gets `ResamplerQuality.automatic(live:)`: `soxr-hq` for
+/// renders, `speex-6` when a device drives the graph.
 public enum ResamplerQuality: String, CaseIterable, Sendable {
     case sincBest = "sinc-best"
     case sincMedium = "sinc-medium"
@@ -16,23 +24,42 @@ public enum ResamplerQuality: String, CaseIterable, Sendable {
     case soxrHigh = "soxr-hq"
     case soxrMedium = "soxr-mq"
     case soxrLow = "soxr-lq"
+    case speex0 = "speex-0"
+    case speex1 = "speex-1"
+    case speex2 = "speex-2"
+    case speex3 = "speex-3"
+    case speex4 = "speex-4"
+    case speex5 = "speex-5"
+    case speex6 = "speex-6"
+    case speex7 = "speex-7"
+    case speex8 = "speex-8"
+    case speex9 = "speex-9"
+    case speex10 = "speex-10"
 
     /// The library that implements the converter.
     public enum Engine: String, Sendable {
         case libsamplerate
         case soxr
+        case speexdsp
     }
 
     public var engine: Engine {
         switch self {
         case .sincBest, .sincMedium, .sincFastest, .zeroOrderHold, .linear: .libsamplerate
         case .soxrVeryHigh, .soxrHigh, .soxrMedium, .soxrLow: .soxr
+        default: .speexdsp
         }
     }
 
+    /// The converter a graph gets when it names none: in a render, libsoxr's `soxr-hq` (the
+    /// fastest and cleanest, and latency does not matter); in a graph a device drives,
+    /// `speex-6`, which is real-time safe, holds back about 2 ms instead of 27, and keeps a
+    /// flat band to 87 % of Nyquist (docs/resampling.md).
+    public static func automatic(live: Bool) -> ResamplerQuality { live ? .speex6 : .soxrHigh }
+
     /// True when the converter never allocates while processing, so it may run on the
     /// real-time path. libsoxr allocates inside `soxr_process` and `soxr_clear`.
-    public var isRealtimeSafe: Bool { engine == .libsamplerate }
+    public var isRealtimeSafe: Bool { engine != .soxr }
 
     /// libsamplerate's converters.
     public static var libsamplerate: [ResamplerQuality] { allCases.filter { $0.engine == .libsamplerate } }
@@ -40,13 +67,19 @@ public enum ResamplerQuality: String, CaseIterable, Sendable {
     /// libsoxr's qualities.
     public static var soxr: [ResamplerQuality] { allCases.filter { $0.engine == .soxr } }
 
+    /// speexdsp's levels, 0 to 10.
+    public static var speex: [ResamplerQuality] { allCases.filter { $0.engine == .speexdsp } }
+
+    /// speexdsp's quality number (0–10); 0 for other engines.
+    var speexLevel: Int32 { Int32(Self.speex.firstIndex(of: self) ?? 0) }
+
     var libsamplerateConverter: Int32 {
         switch self {
         case .sincBest: Int32(SRC_SINC_BEST_QUALITY)
         case .sincMedium: Int32(SRC_SINC_MEDIUM_QUALITY)
         case .zeroOrderHold: Int32(SRC_ZERO_ORDER_HOLD)
         case .linear: Int32(SRC_LINEAR)
-        case .sincFastest, .soxrVeryHigh, .soxrHigh, .soxrMedium, .soxrLow: Int32(SRC_SINC_FASTEST)
+        default: Int32(SRC_SINC_FASTEST)
         }
     }
 
@@ -66,6 +99,7 @@ public enum ResamplerError: Error, Equatable, Sendable, CustomStringConvertible 
     case unsupportedChannels(Int)
     case libsamplerate(code: Int32, message: String)
     case soxr(message: String)
+    case speexdsp(code: Int32, message: String)
 
     public var description: String {
         switch self {
@@ -77,12 +111,14 @@ public enum ResamplerError: Error, Equatable, Sendable, CustomStringConvertible 
             "libsamplerate error \(code): \(message)"
         case .soxr(let message):
             "libsoxr error: \(message)"
+        case .speexdsp(let code, let message):
+            "speexdsp error \(code): \(message)"
         }
     }
 }
 
-/// Converts Float32 frames from one sample rate to another, streaming, with libsamplerate
-/// (the default) or libsoxr.
+/// Converts Float32 frames from one sample rate to another, streaming, with libsamplerate,
+/// libsoxr or speexdsp.
 ///
 /// - Output is time-aligned with input: input frame `p` corresponds to output frame
 ///   `round(p × outputRate / inputRate)`; markers are restamped by that rule.
@@ -107,7 +143,7 @@ public final class Resampler {
     public let quality: ResamplerQuality
     /// Output frames per input frame.
     public let ratio: Double
-    /// Input frames handed to libsamplerate per call.
+    /// Input frames handed to the converter per call.
     public let blockFrames: Int
     /// How many output frames the converter itself holds back: the filter delay between a
     /// frame entering and the frame it becomes leaving. Measured from the converter when the
@@ -266,7 +302,10 @@ public final class Resampler {
         if endOfInput && used == 0 && generated == 0 {
             flushed = true
             // The converter may stop a fraction of a frame short: pad to the exact total.
-            let missing = finalOutputFrames - outputFramesProduced - stagedOutputFrames
+            // Never more than the staging buffer holds: a converter that stopped far short
+            // leaves the output short, which the frame-accounting tests catch.
+            let room = 2 * callCapacity - stagedOutputStart - stagedOutputFrames
+            let missing = min(finalOutputFrames - outputFramesProduced - stagedOutputFrames, room)
             if missing > 0 {
                 (stagedOutput + stagedOutputFrames * channels).update(repeating: 0, count: missing * channels)
                 stagedOutputFrames += missing
@@ -328,9 +367,15 @@ private final class Converter {
     private enum Handle {
         case libsamplerate(OpaquePointer, ratio: Double)
         case soxr(OpaquePointer)
+        case speexdsp(OpaquePointer, tailFrames: Int)
     }
 
     private let handle: Handle
+    /// speexdsp has no flush: its tail is pushed out with `tailFrames` of silence; how many
+    /// of those have gone in.
+    private var tailPushed = 0
+    /// The silence that pushes speexdsp's tail out (empty for the other engines).
+    private let silence: [Float]
 
     init(quality: ResamplerQuality, channels: Int, inputRate: Int, outputRate: Int) throws(ResamplerError) {
         switch quality.engine {
@@ -340,6 +385,7 @@ private final class Converter {
                 throw .libsamplerate(code: error, message: String(cString: src_strerror(error)))
             }
             handle = .libsamplerate(state, ratio: Double(outputRate) / Double(inputRate))
+            silence = []
         case .soxr:
             var error: soxr_error_t? = nil
             var spec = soxr_quality_spec(quality.soxrRecipe, 0)
@@ -352,6 +398,20 @@ private final class Converter {
                 throw .soxr(message: error.map { String(cString: $0) } ?? "soxr_create failed")
             }
             handle = .soxr(state)
+            silence = []
+        case .speexdsp:
+            var error: Int32 = 0
+            guard let state = speex_resampler_init(
+                UInt32(channels), UInt32(inputRate), UInt32(outputRate), quality.speexLevel, &error)
+            else {
+                throw .speexdsp(code: error, message: String(cString: speex_resampler_strerror(error)))
+            }
+            // Without this the output starts with the filter's delay as silence; with it the
+            // output is time-aligned with the input, as libsamplerate's and libsoxr's are.
+            speex_resampler_skip_zeros(state)
+            let tail = Int(speex_resampler_get_input_latency(state)) + 1
+            silence = [Float](repeating: 0, count: tail * channels)
+            handle = .speexdsp(state, tailFrames: tail)
         }
     }
 
@@ -359,6 +419,7 @@ private final class Converter {
         switch handle {
         case .libsamplerate(let state, _): src_delete(state)
         case .soxr(let state): soxr_delete(state)
+        case .speexdsp(let state, _): speex_resampler_destroy(state)
         }
     }
 
@@ -391,6 +452,31 @@ private final class Converter {
                 UnsafeMutableRawPointer(output), capacity, &generated)
             precondition(error == nil, "soxr_process failed")
             return (used, generated)
+        case .speexdsp(let state, let tailFrames):
+            if endOfInput && frames == 0 {
+                // The flush: `tailFrames` of silence through the filter bring out the frames it
+                // holds back, over as many calls as the output room needs; the resampler drops
+                // what lies past the stream's exact length.
+                let pending = tailFrames - tailPushed
+                guard pending > 0 else { return (0, 0) }
+                var taken = UInt32(pending)
+                var made = UInt32(capacity)
+                silence.withUnsafeBufferPointer { zeros in
+                    // SAFETY: `zeros` holds tailFrames × channels samples, `pending` of them
+                    // from its start; `output` has room for `capacity` frames.
+                    _ = speex_resampler_process_interleaved_float(state, zeros.baseAddress, &taken, output, &made)
+                }
+                tailPushed += Int(taken)
+                if taken == 0 && made == 0 { tailPushed = tailFrames }  // no progress: done
+                return (0, Int(made))
+            }
+            var taken = UInt32(frames)
+            var made = UInt32(capacity)
+            // SAFETY: `input` holds `frames` frames and `output` room for `capacity` frames.
+            let status = speex_resampler_process_interleaved_float(state, input, &taken, output, &made)
+            // It fails only on invalid arguments, which `init` rules out.
+            precondition(status == 0, "speex_resampler_process_interleaved_float failed with status \(status)")
+            return (Int(taken), Int(made))
         }
     }
 
@@ -398,6 +484,10 @@ private final class Converter {
         switch handle {
         case .libsamplerate(let state, _): src_reset(state)
         case .soxr(let state): soxr_clear(state)
+        case .speexdsp(let state, _):
+            speex_resampler_reset_mem(state)
+            speex_resampler_skip_zeros(state)
+            tailPushed = 0
         }
     }
 }

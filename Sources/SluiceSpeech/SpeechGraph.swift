@@ -18,7 +18,7 @@ public enum SpeechGraph {
         nodes:
           voice:    { type: espeak, voice: en, rate: 175, buffer: 1.0 }
           align:    { type: aligner }
-          resample: { type: resampler, quality: sinc-medium }
+          resample: { type: resampler }
           xfade:    { type: crossfader, duration: 0.1 }
           fade:     { type: fader, length: 256 }
           stereo:   { type: channel-map, channels: 2 }

@@ -27,7 +27,8 @@ struct CheckCommand: ParsableCommand {
                 ? node.inputFormats.map(\.description).joined(separator: ", ")
                 : node.outputFormats.map(\.description).joined(separator: ", ")
             let padded = node.name + String(repeating: " ", count: width - node.name.count)
-            print("  \(padded)  \(Self.describe(placement[index]))  \(node.descriptor.typeName)  \(formats)")
+            let choice = node.instance.compiledChoice.map { "  (\($0))" } ?? ""
+            print("  \(padded)  \(Self.describe(placement[index]))  \(node.descriptor.typeName)  \(formats)\(choice)")
         }
     }
 

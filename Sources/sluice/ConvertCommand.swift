@@ -16,7 +16,7 @@ struct ConvertCommand: ParsableCommand {
             """
     )
 
-    static let qualityNames = ResamplerQuality.allCases.map(\.rawValue).joined(separator: ", ")
+    static let qualityNames = (["auto"] + ResamplerQuality.allCases.map(\.rawValue)).joined(separator: ", ")
 
     @Argument(help: "The sound file to read.")
     var input: String
@@ -31,7 +31,7 @@ struct ConvertCommand: ParsableCommand {
     var channels: Int?
 
     @Option(name: .long, help: "Resampler converter: \(Self.qualityNames).")
-    var quality: String = ResamplerQuality.sincMedium.rawValue
+    var quality: String = "auto"
 
     @Option(name: .long, help: "Edge fade length in frames.")
     var fade: Int = Fader.defaultFadeLength
@@ -46,7 +46,7 @@ struct ConvertCommand: ParsableCommand {
         if let channels, !(1...Resampler.maximumChannels).contains(channels) {
             throw ValidationError("--channels \(channels) is outside 1...\(Resampler.maximumChannels)")
         }
-        if ResamplerQuality(rawValue: quality) == nil {
+        if quality != "auto" && ResamplerQuality(rawValue: quality) == nil {
             throw ValidationError("unknown --quality '\(quality)'; choose one of \(Self.qualityNames)")
         }
         if SampleFormat(name: format) == nil {

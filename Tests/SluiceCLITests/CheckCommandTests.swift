@@ -47,6 +47,8 @@ struct CheckCommandTests {
             "voice": "source-thread", "align": "worker", "resample": "worker", "xfade": "worker",
             "fade": "worker", "stereo": "worker", "out": "jack-cycle",
         ])
+        // The resampler's auto quality: check compiles as a render, so it names both picks.
+        #expect(speech.standardOutput.contains("(quality auto: soxr-hq here, speex-6 live)"), "\(speech.standardOutput)")
         let live = try CLI.sluice(["check", "-v", "graphs/live-gain.yaml"])
         #expect(live.status == 0, "\(live.standardError)")
         #expect(live.standardOutput.split(separator: "\n").dropFirst().allSatisfy { $0.contains(" jack-cycle ") }, "\(live.standardOutput)")

@@ -24,7 +24,7 @@ import Testing
             return found?.count == 1
                 && found?[0].message == "node 'rs' (resampler): quality 'soxr-hq' is for offline rendering: libsoxr allocates while it runs"
                 && found?[0].location == SluiceGraph.SourceLocation(file: "test.yaml", line: 3, column: 35)
-                && found?[0].fix == "use a libsamplerate quality (sinc-medium, sinc-fastest, …) in a live graph"
+                && found?[0].fix == "use auto, a speex-N or a libsamplerate quality (sinc-medium, …) in a live graph"
         }
     }
 }

@@ -48,6 +48,11 @@ public protocol Node: AnyObject {
     /// the JACK cycle, for the latency it reports to JACK and for the silence a sink fed in
     /// the cycle plays before the delayed audio arrives. 0 by default.
     var latencyFrames: Int { get }
+
+    /// [control-thread] What the node decided from its parameters and formats when the graph
+    /// was compiled, in a few words for `sluice check --verbose` (a resampler's converter);
+    /// nil by default.
+    var compiledChoice: String? { get }
 }
 
 extension Node {
@@ -61,6 +66,7 @@ extension Node {
     public func deactivate() {}
     public func report(into report: inout NodeReport) {}
     public var latencyFrames: Int { 0 }
+    public var compiledChoice: String? { nil }
 }
 
 /// A node that moves audio from inputs to outputs on the graph worker thread.

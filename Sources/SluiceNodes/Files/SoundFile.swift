@@ -167,7 +167,16 @@ public final class SoundFileReader {
 ///
 /// Float samples are converted to the file's encoding by libsndfile: scaled by the integer's
 /// full scale, rounded, and clipped (not wrapped) when out of range.
+///
+/// Writes are gathered into `bufferFrames` frames before they reach libsndfile, which turns
+/// each call into a `write(2)`: a render handing over 256-frame blocks made 112 000 system
+/// calls for ten minutes of audio. So a write error may surface on a later `write` or on
+/// `close`, and the file on disk trails the frames written by less than the buffer.
 public final class SoundFileWriter {
+    /// About 256 KiB of mono float samples: large writes, small enough to keep a recording's
+    /// file close behind.
+    public static let bufferSamples = 65_536
+
     public let path: String
     public let channels: Int
     public let sampleRate: Int
@@ -175,6 +184,10 @@ public final class SoundFileWriter {
     public let sampleFormat: SampleFormat
     /// Nil once closed.
     private var handle: OpaquePointer?
+    /// Frames gathered and not yet handed to libsndfile.
+    private let buffer: UnsafeMutablePointer<Float>
+    private let bufferFrames: Int
+    private var bufferedFrames = 0
 
     /// Creates (or truncates) the file.
     ///
@@ -208,6 +221,8 @@ public final class SoundFileWriter {
         self.handle = handle
         self.path = path
         self.channels = channels
+        bufferFrames = max(1, Self.bufferSamples / channels)
+        buffer = .allocate(capacity: bufferFrames * channels)
         self.sampleRate = sampleRate
         self.container = container
         self.sampleFormat = sampleFormat
@@ -227,13 +242,41 @@ public final class SoundFileWriter {
     }
 
     deinit {
-        if let handle { sf_close(handle) }
+        if let handle {
+            try? flush(handle)
+            sf_close(handle)
+        }
+        buffer.deallocate()
     }
 
     /// Appends `frames` interleaved frames.
     public func write(_ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
         guard let handle else { throw SoundFileError("cannot write '\(path)': the file is closed") }
-        // SAFETY: the caller promises `frames × channels` readable samples at `samples`.
+        var done = 0
+        while done < frames {
+            if bufferedFrames == bufferFrames { try flush(handle) }
+            if bufferedFrames == 0 && frames - done >= bufferFrames {
+                // A write as large as the buffer goes straight through.
+                // SAFETY: the caller promises `frames × channels` readable samples at `samples`.
+                try writeThrough(handle, samples + done * channels, frames: frames - done)
+                return
+            }
+            let taken = min(bufferFrames - bufferedFrames, frames - done)
+            // SAFETY: `taken` frames fit after the buffered ones, and lie within the caller's.
+            (buffer + bufferedFrames * channels).update(from: samples + done * channels, count: taken * channels)
+            bufferedFrames += taken
+            done += taken
+        }
+    }
+
+    private func flush(_ handle: OpaquePointer) throws(SoundFileError) {
+        guard bufferedFrames > 0 else { return }
+        let frames = bufferedFrames
+        bufferedFrames = 0
+        try writeThrough(handle, buffer, frames: frames)
+    }
+
+    private func writeThrough(_ handle: OpaquePointer, _ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
         let written = sf_writef_float(handle, samples, sf_count_t(frames))
         guard written == frames else {
             throw SoundFileError("cannot write '\(path)': \(lastError(handle))")
@@ -244,6 +287,12 @@ public final class SoundFileWriter {
     public func close() throws(SoundFileError) {
         guard let handle else { return }
         self.handle = nil
+        do {
+            try flush(handle)
+        } catch {
+            sf_close(handle)
+            throw error
+        }
         let result = sf_close(handle)
         guard result == 0 else {
             throw SoundFileError("cannot finish '\(path)': \(String(cString: sf_error_number(result)))")

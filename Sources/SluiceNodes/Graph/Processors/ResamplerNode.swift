@@ -3,6 +3,10 @@ import SluiceGraph
 
 /// The `resampler` node: Float32 frames from one rate to another. Wraps `Resampler`.
 ///
+/// Quality `auto` (the default) is `ResamplerQuality.automatic(live:)`: libsoxr's `soxr-hq`
+/// in a render, speexdsp's `speex-6` in a graph a device drives. It is decided when the
+/// graph is compiled, and `quality` then tells which.
+///
 /// Markers: restamped to `round(position × outputRate / inputRate)`; the end of the stream
 /// starts the converter's flush, and the tail keeps coming from `process` calls with empty
 /// input until the output holds exactly `round(inputFrames × ratio)` frames.
@@ -12,36 +16,45 @@ public final class ResamplerNode: ProcessorNode {
     public static let type = NodeType(
         NodeDescriptor(
             typeName: "resampler", kind: .processor,
-            summary: "Converts Float32 frames to another sample rate (libsamplerate, or libsoxr offline).",
+            summary: "Converts Float32 frames to another sample rate (libsoxr, speexdsp or libsamplerate).",
             inputs: [PortDescriptor("in", .frames, summary: "Float32 frames at any rate")],
             outputs: [PortDescriptor("out", .frames, summary: "Float32 frames at `rate`, same channels")],
             parameters: [
                 ParameterDescriptor(
-                    "quality", .choice(ResamplerQuality.allCases.map(\.rawValue)),
-                    default: .string(ResamplerQuality.sincMedium.rawValue),
-                    summary: "Converter: libsamplerate's (real-time safe) or soxr-* (faster, offline graphs only)."),
+                    "quality", .choice(["auto"] + ResamplerQuality.allCases.map(\.rawValue)),
+                    default: .string("auto"),
+                    summary: "Converter: auto (soxr-hq in renders, speex-6 live), soxr-* (offline only), speex-0…10 or libsamplerate's sinc-*."),
                 ParameterDescriptor(
                     "rate", .rate(1_000...Resampler.maximumRate), default: .auto, unit: "Hz",
                     summary: "Output rate; auto takes the rate of the sink downstream, or keeps the input's."),
             ])
     ) { parameters in
-        let name = parameters.string("quality") ?? ResamplerQuality.sincMedium.rawValue
-        guard let quality = ResamplerQuality(rawValue: name) else {
-            throw NodeCreationError(
-                "unknown resampler quality '\(name)'",
-                fix: "use one of " + ResamplerQuality.allCases.map(\.rawValue).joined(separator: ", "),
-                parameter: "quality")
+        let name = parameters.string("quality") ?? "auto"
+        guard name == "auto" else {
+            guard let quality = ResamplerQuality(rawValue: name) else {
+                throw NodeCreationError(
+                    "unknown resampler quality '\(name)'",
+                    fix: "use auto or one of " + ResamplerQuality.allCases.map(\.rawValue).joined(separator: ", "),
+                    parameter: "quality")
+            }
+            return ResamplerNode(quality: quality, rate: parameters.rate("rate"))
         }
-        return ResamplerNode(quality: quality, rate: parameters.rate("rate"))
+        return ResamplerNode(quality: nil, rate: parameters.rate("rate"))
     }
 
-    public let quality: ResamplerQuality
+    /// The converter asked for, or nil for `auto`.
+    public let requestedQuality: ResamplerQuality?
+    /// The converter the node uses: the one asked for, or what `auto` became when the graph
+    /// was compiled (before that, a render's).
+    public private(set) var quality: ResamplerQuality
     /// The output rate asked for, or nil for `auto`.
     public let requestedRate: Int?
     private var resampler: Resampler?
 
-    public init(quality: ResamplerQuality = .sincMedium, rate: Int? = nil) {
-        self.quality = quality
+    /// - Parameter quality: nil chooses by where the graph runs (`ResamplerQuality.automatic`).
+    public init(quality: ResamplerQuality? = nil, rate: Int? = nil) {
+        requestedQuality = quality
+        self.quality = quality ?? .automatic(live: false)
         requestedRate = rate
     }
 
@@ -54,15 +67,22 @@ public final class ResamplerNode: ProcessorNode {
         return resampler.latencyFrames + Int((Double(resampler.blockFrames) * resampler.ratio).rounded(.up))
     }
 
+    public var compiledChoice: String? {
+        guard requestedQuality == nil else { return "quality \(quality.rawValue)" }
+        let other = ResamplerQuality.automatic(live: quality != .automatic(live: true))
+        return "quality auto: \(quality.rawValue) here, \(other.rawValue) \(quality == .automatic(live: true) ? "rendered" : "live")"
+    }
+
     public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
         let (inputRate, channels) = try ProcessorFormats.frames(inputs)
+        quality = requestedQuality ?? .automatic(live: context.isLive)
         if context.isLive && !quality.isRealtimeSafe {
             throw FormatMismatch(
                 input: 0,
                 required: .parameter(
                     name: "quality",
                     problem: "quality '\(quality.rawValue)' is for offline rendering: libsoxr allocates while it runs",
-                    fix: "use a libsamplerate quality (sinc-medium, sinc-fastest, …) in a live graph"))
+                    fix: "use auto, a speex-N or a libsamplerate quality (sinc-medium, …) in a live graph"))
         }
         let supported = 1...Resampler.maximumRate
         guard supported.contains(inputRate) else {

@@ -12,7 +12,7 @@ struct ResamplerNodeTests {
             required: .parameter(
                 name: "quality",
                 problem: "quality '\(quality)' is for offline rendering: libsoxr allocates while it runs",
-                fix: "use a libsamplerate quality (sinc-medium, sinc-fastest, …) in a live graph"))
+                fix: "use auto, a speex-N or a libsamplerate quality (sinc-medium, …) in a live graph"))
     }
 
     static func context(downstream: Int?, live: Bool = false) -> FormatContext {
@@ -27,8 +27,8 @@ struct ResamplerNodeTests {
         #expect(descriptor.outputs.map(\.medium) == [.frames])
         #expect(descriptor.parameters.map(\.name) == ["quality", "rate"])
         let quality = try #require(descriptor.parameter(named: "quality"))
-        #expect(quality.type == .choice(ResamplerQuality.allCases.map(\.rawValue)))
-        #expect(quality.defaultValue == .string("sinc-medium"))
+        #expect(quality.type == .choice(["auto"] + ResamplerQuality.allCases.map(\.rawValue)))
+        #expect(quality.defaultValue == .string("auto"))
         let rate = try #require(descriptor.parameter(named: "rate"))
         #expect(rate.type == .rate(1_000...192_000))
         #expect(rate.defaultValue == .auto)
@@ -41,8 +41,21 @@ struct ResamplerNodeTests {
         #expect(node.quality == .soxrHigh)
         #expect(node.requestedRate == 44_100)
         let defaults = try #require(try makeProcessor(ResamplerNode.type) as? ResamplerNode)
-        #expect(defaults.quality == .sincMedium)
+        #expect(defaults.requestedQuality == nil)
         #expect(defaults.requestedRate == nil)
+    }
+
+    @Test("quality auto is soxr-hq in a render and speex-6 when a device drives the graph; a named quality stays")
+    func autoQuality() throws {
+        let input: [StreamFormat] = [.frames(rate: 24_000, channels: 1)]
+        let automatic = ResamplerNode()
+        _ = try automatic.outputFormats(for: input, context: Self.context(downstream: 48_000))
+        #expect(automatic.quality == .soxrHigh)
+        _ = try automatic.outputFormats(for: input, context: Self.context(downstream: 48_000, live: true))
+        #expect(automatic.quality == .speex6)
+        let named = ResamplerNode(quality: .sincFastest)
+        _ = try named.outputFormats(for: input, context: Self.context(downstream: 48_000, live: true))
+        #expect(named.quality == .sincFastest)
     }
 
     @Test("rate auto follows the sink downstream, or keeps the input's rate; a given rate wins")
