@@ -222,7 +222,7 @@ public func makeEdge(format: StreamFormat, capacityUnits: Int, readerWake: WakeS
 /// Builds the edge into a sink: its reading end is the sink's playhead.
 func makeSinkEdge(
     rate: Int, channels: Int, capacityFrames: Int, fadeFrames: Int, watermarkFrames: Int,
-    eventCapacity: Int, workerWake: WakeSignal?, prerollFrames: Int = 0
+    eventCapacity: Int, workerWake: WakeSignal?, eventWake: WakeSignal? = nil, prerollFrames: Int = 0
 ) -> (FrameEdgeWriter, Playhead, DrainEventReader) {
     let format = StreamFormat.frames(rate: rate, channels: channels)
     let audio = makeRing(of: Float.self, capacity: capacityFrames * channels)
@@ -237,7 +237,7 @@ func makeSinkEdge(
     let playhead = Playhead(
         sampleRate: rate, channels: channels, fadeFrames: fadeFrames, capacityFrames: capacityFrames,
         watermarkFrames: watermarkFrames, audio: audioConsumer, markers: markerConsumer,
-        events: eventProducer, wake: workerWake, prerollFrames: prerollFrames)
+        events: eventProducer, wake: workerWake, eventWake: eventWake, prerollFrames: prerollFrames)
     let writer = FrameEdgeWriter(format: format, audio: audioProducer, markers: markerProducer, readerWake: playhead.dataArrived)
     return (writer, playhead, DrainEventReader(eventConsumer))
 }

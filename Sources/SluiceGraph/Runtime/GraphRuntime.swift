@@ -36,7 +36,8 @@ final class GraphRuntime: @unchecked Sendable {
 
     /// - Parameter prepareSinks: false when the sinks' audio goes elsewhere (an offline
     ///   render to a file): they are then never prepared, started or finished.
-    init(graph: CompiledGraph, live: Bool, prepareSinks: Bool = true) throws {
+    /// - Parameter eventWake: posted by every sink's playhead when it posts a drain event.
+    init(graph: CompiledGraph, live: Bool, prepareSinks: Bool = true, eventWake: WakeSignal? = nil) throws {
         if !live, let device = graph.nodes.first(where: { $0.instance is any DeviceSourceNode }) {
             throw OfflineDeviceError(node: device.name, type: device.descriptor.typeName)
         }
@@ -85,6 +86,7 @@ final class GraphRuntime: @unchecked Sendable {
                     // Whoever fills this edge sleeps until the playhead frees room: the worker,
                     // or a source linked straight to the sink. The cycle fills it itself.
                     workerWake: inCycle[edge.fromNode] ? nil : threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : workerWake,
+                    eventWake: eventWake,
                     prerollFrames: preroll)
                 writers[edge.fromNode][edge.fromPort] = writer
                 largestUnits = max(largestUnits, capacity)

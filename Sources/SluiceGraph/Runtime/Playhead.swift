@@ -62,6 +62,10 @@ public final class Playhead: @unchecked Sendable {
     private var fadeInRemaining = 0
     private var hasStarted = false
     private let wake: WakeSignal?
+    /// Woken when an event is posted, so whoever follows the events (a live run's control
+    /// thread) can sleep between them instead of polling. Events are rare: starts, underruns,
+    /// markers, the end.
+    private let eventWake: WakeSignal?
     /// Frames taken since the filler was last woken, and how many make a wake worth it.
     private var framesSinceWake = 0
     private let wakeQuantum: Int
@@ -82,8 +86,9 @@ public final class Playhead: @unchecked Sendable {
         sampleRate: Int, channels: Int, fadeFrames: Int, capacityFrames: Int,
         watermarkFrames: Int, audio: consuming RingConsumer<Float>,
         markers: consuming RingConsumer<Marker>, events: consuming RingProducer<DrainEvent>,
-        wake: WakeSignal?, prerollFrames: Int = 0
+        wake: WakeSignal?, eventWake: WakeSignal? = nil, prerollFrames: Int = 0
     ) {
+        self.eventWake = eventWake
         prerollRemaining = max(0, prerollFrames)
         self.sampleRate = sampleRate
         self.channels = channels
@@ -322,6 +327,7 @@ public final class Playhead: @unchecked Sendable {
         if !events.push(DrainEvent(kind: kind, deviceFrame: deviceFrame, streamFrame: streamFrame, deviceTime: deviceTime, marker: marker)) {
             droppedEventsValue.add(1, ordering: .relaxed)
         }
+        eventWake?.post()
     }
 
     private func silence(_ output: UnsafeMutablePointer<Float>, frames: Int) {
