@@ -15,8 +15,12 @@
  * espeak-ng keeps its state in process globals and is not reentrant. It is initialised once
  * per process (never terminated: the library stays mapped), and one instance at a time holds
  * "the engine" for a whole espeak_Synth call; it sets its voice, rate, pitch and volume
- * first, under the same hold. A synthesis waiting for its ring to drain keeps the engine, so
- * other espeak nodes (and creating one, which checks the voice) wait until it finishes.
+ * first, under the same hold. A synthesis alone waits for its ring to drain, keeping the
+ * engine. When other instances wait for the engine (many voices in one process), a full ring
+ * does not hold them up: the holder spills what does not fit into an overflow buffer and
+ * finishes its utterance at full speed, and `read` moves the overflow into the ring as it
+ * frees room. The overflow holds at most the rest of one utterance, and only while others
+ * wait, so memory stays bounded by the longest utterance (counter `peak-overflow-bytes`).
  *
  * Threads: the text functions and destroy run on the [control-thread], `read` on the
  * [source-thread], the synthesis thread is the plugin's own, `cancel` and `get_counters` come
@@ -93,6 +97,8 @@ static int engine_rate = -1;
 static pthread_mutex_t engine_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t engine_free;
 static bool engine_busy = false;
+/* Threads waiting in engine_acquire: the holder spills rather than blocks while any do. */
+static atomic_int engine_waiters = 0;
 /* The instance whose espeak_Synth is running: set and cleared by the engine's holder, read
  * by the synthesis callback, which espeak-ng calls on that same thread, inside the call. */
 static struct espeak_provider *engine_owner = NULL;
@@ -145,6 +151,10 @@ typedef struct espeak_provider {
     uint8_t *ring;
     size_t ring_start, ring_count;
     uint64_t produced, consumed;
+    /* Bytes newer than the ring's, spilled while other instances waited for the engine: the
+     * ring is refilled from here first. NULL until needed. */
+    uint8_t *overflow;
+    size_t overflow_start, overflow_count, overflow_capacity;
 
     /* The first synthesis failure, for `read`. */
     sluice_error_t failure;
@@ -156,6 +166,7 @@ typedef struct espeak_provider {
     atomic_bool cancelled; /* cancel: reads return END, synthesis aborts */
     atomic_bool stopping;  /* destroy: the synthesis thread ends */
     atomic_int_fast64_t peak_buffered;
+    atomic_int_fast64_t peak_overflow;
     atomic_int_fast64_t synthesised_bytes;
     atomic_int_fast64_t utterances_synthesised;
 } espeak_provider_t;
@@ -200,7 +211,11 @@ static void init_monotonic_condition(pthread_cond_t *condition) {
 /* Takes the engine for `self`; false (without it) when `self` is told to stop first. */
 static bool engine_acquire(espeak_provider_t *self) {
     pthread_mutex_lock(&engine_mutex);
-    while (engine_busy && !should_stop(self)) wait_briefly(&engine_free, &engine_mutex);
+    if (engine_busy) {
+        atomic_fetch_add_explicit(&engine_waiters, 1, memory_order_relaxed);
+        while (engine_busy && !should_stop(self)) wait_briefly(&engine_free, &engine_mutex);
+        atomic_fetch_sub_explicit(&engine_waiters, 1, memory_order_relaxed);
+    }
     const bool acquired = !engine_busy;
     if (acquired) {
         engine_busy = true;
@@ -245,6 +260,49 @@ static espeak_ERROR engine_configure(const espeak_provider_t *self) {
     return espeak_SetParameter(espeakVOLUME, self->volume, 0);
 }
 
+/* [lock held] Appends `size` bytes to the ring, which has room for them. */
+static void ring_write(espeak_provider_t *self, const uint8_t *bytes, size_t size) {
+    const size_t at = (self->ring_start + self->ring_count) % self->ring_capacity;
+    const size_t first = size < self->ring_capacity - at ? size : self->ring_capacity - at;
+    memcpy(self->ring + at, bytes, first);
+    memcpy(self->ring, bytes + first, size - first);
+    self->ring_count += size;
+}
+
+/* [synthesis thread, lock held] Appends `size` bytes to the overflow, growing it; false when
+ * memory runs out. */
+static bool spill(espeak_provider_t *self, const uint8_t *bytes, size_t size) {
+    if (self->overflow_start > 0 && self->overflow_start + self->overflow_count + size > self->overflow_capacity) {
+        memmove(self->overflow, self->overflow + self->overflow_start, self->overflow_count);
+        self->overflow_start = 0;
+    }
+    if (self->overflow_count + size > self->overflow_capacity) {
+        size_t capacity = self->overflow_capacity < 65536 ? 65536 : self->overflow_capacity;
+        while (capacity < self->overflow_count + size) capacity *= 2;
+        uint8_t *grown = (uint8_t *)realloc(self->overflow, capacity);
+        if (grown == NULL) return false;
+        self->overflow = grown;
+        self->overflow_capacity = capacity;
+    }
+    memcpy(self->overflow + self->overflow_start + self->overflow_count, bytes, size);
+    self->overflow_count += size;
+    if ((int_fast64_t)self->overflow_count > atomic_load_explicit(&self->peak_overflow, memory_order_relaxed)) {
+        atomic_store_explicit(&self->peak_overflow, (int_fast64_t)self->overflow_count, memory_order_relaxed);
+    }
+    return true;
+}
+
+/* [source-thread, lock held] Moves what fits from the overflow into the ring, oldest first. */
+static void refill_from_overflow(espeak_provider_t *self) {
+    const size_t room = self->ring_capacity - self->ring_count;
+    const size_t size = self->overflow_count < room ? self->overflow_count : room;
+    if (size == 0) return;
+    ring_write(self, self->overflow + self->overflow_start, size);
+    self->overflow_start += size;
+    self->overflow_count -= size;
+    if (self->overflow_count == 0) self->overflow_start = 0;
+}
+
 /* [synthesis thread, inside espeak_Synth] Copies a chunk into the ring, waiting for room;
  * returns 1 (abort the synthesis) when the instance is cancelled or destroyed. */
 static int on_samples(short *samples, int count, espeak_EVENT *events) {
@@ -264,17 +322,26 @@ static int on_samples(short *samples, int count, espeak_EVENT *events) {
             return 1;
         }
         const size_t room = self->ring_capacity - self->ring_count;
+        if (self->overflow_count > 0 ||
+            (room == 0 && atomic_load_explicit(&engine_waiters, memory_order_relaxed) > 0)) {
+            /* Others wait for the engine (or audio already waits in the overflow, which must
+             * stay in order): spill instead of holding the engine while the ring drains. */
+            if (!spill(self, bytes, left)) {
+                pthread_mutex_unlock(&self->lock);
+                return 1; /* out of memory: abort this utterance rather than lose its order */
+            }
+            self->produced += left;
+            atomic_fetch_add_explicit(&self->synthesised_bytes, (int_fast64_t)left, memory_order_relaxed);
+            pthread_cond_signal(&self->readable);
+            break;
+        }
         if (room == 0) {
             /* Backpressure: `read` signals `changed` when it takes bytes. */
             wait_briefly(&self->changed, &self->lock);
             continue;
         }
         const size_t size = left < room ? left : room;
-        const size_t at = (self->ring_start + self->ring_count) % self->ring_capacity;
-        const size_t first = size < self->ring_capacity - at ? size : self->ring_capacity - at;
-        memcpy(self->ring + at, bytes, first);
-        memcpy(self->ring, bytes + first, size - first);
-        self->ring_count += size;
+        ring_write(self, bytes, size);
         self->produced += size;
         bytes += size;
         left -= size;
@@ -452,6 +519,7 @@ static void espeak_end_text(void *instance) {
 static sluice_read_status_t take(espeak_provider_t *self, void *buffer, size_t capacity, size_t *written,
                                  sluice_error_t *error) {
     if (atomic_load_explicit(&self->cancelled, memory_order_acquire)) return SLUICE_READ_END;
+    refill_from_overflow(self);
     utterance_t *utterance = self->oldest;
     if (utterance == NULL) return self->text_ended ? SLUICE_READ_END : SLUICE_READ_WOULD_BLOCK;
     /* Bytes in the ring beyond this utterance's end belong to the next one. */
@@ -528,6 +596,7 @@ static void espeak_destroy(void *instance) {
         utterance = next;
     }
     free(self->ring);
+    free(self->overflow);
     pthread_cond_destroy(&self->readable);
     pthread_cond_destroy(&self->changed);
     pthread_mutex_destroy(&self->lock);
@@ -538,6 +607,7 @@ static uint32_t espeak_get_counters(void *instance, sluice_counter_t *counters, 
     espeak_provider_t *self = (espeak_provider_t *)instance;
     const sluice_counter_t all[] = {
         {"peak-buffered-bytes", (int64_t)atomic_load_explicit(&self->peak_buffered, memory_order_relaxed)},
+        {"peak-overflow-bytes", (int64_t)atomic_load_explicit(&self->peak_overflow, memory_order_relaxed)},
         {"synthesised-bytes", (int64_t)atomic_load_explicit(&self->synthesised_bytes, memory_order_relaxed)},
         {"utterances-synthesised", (int64_t)atomic_load_explicit(&self->utterances_synthesised, memory_order_relaxed)},
     };
@@ -621,6 +691,7 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
     atomic_init(&self->cancelled, false);
     atomic_init(&self->stopping, false);
     atomic_init(&self->peak_buffered, 0);
+    atomic_init(&self->peak_overflow, 0);
     atomic_init(&self->synthesised_bytes, 0);
     atomic_init(&self->utterances_synthesised, 0);
 

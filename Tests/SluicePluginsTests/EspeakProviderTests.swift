@@ -422,6 +422,34 @@ import Testing
             #expect(Self.peak(reading.samples) > 0.1)
         }
     }
+
+    @Test("many voices share the engine: one whose reader is not reading holds no one up, and keeps all its audio")
+    func voicesShareTheEngine() throws {
+        let longText = "This voice speaks a long sentence while nobody reads it, so its small ring fills at once and the rest must wait somewhere."
+        let reference = try Self.render("buffer: 0.1", [longText]).0
+        let stalled = try RawEspeak(buffer: 0.1)
+        stalled.say(longText)
+        stalled.endText()
+        // The stalled voice holds the engine with a full ring before the others ask for it.
+        try stalled.waitUntil { $0["peak-buffered-bytes"]! > 0 }
+        let others = try (0..<3).map { _ in try RawEspeak(voice: "en-us", rate: 250) }
+        for voice in others {
+            voice.say("Short.")
+            voice.endText()
+        }
+        // Each of them finishes although the first voice's ring stays full: the holder spills.
+        for voice in others {
+            let reading = try voice.readToEnd(timeout: 20)
+            #expect(reading.events.filter { $0 == .utteranceEnd }.count == 1)
+            #expect(reading.bytes > 0)
+        }
+        #expect(try #require(stalled.counters()["peak-overflow-bytes"]) > 0)
+        // Nothing of the stalled voice was lost: all of its utterance comes out, once.
+        let reading = try stalled.readToEnd()
+        #expect(reading.events.filter { $0 == .utteranceEnd }.count == 1)
+        #expect(Self.sameLength(reading.bytes / 2, reference.count), "\(reading.bytes / 2) vs \(reference.count) samples")
+        #expect(Self.peak(reading.samples) > 0.1)
+    }
 }
 
 /// One espeak instance driven through its C vtable, as the host drives a provider, for the
