@@ -9,13 +9,14 @@ import Foundation
 /// Every suite, in the order `all` runs them. A new suite is one more entry.
 let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("ring", "SPSC ring vs jack_ringbuffer, two threads, 1 KiB and 4 KiB chunks", RingSuite.run),
-    ("resampler", "Resampler node vs raw libsamplerate, 24 kHz -> 48 kHz, each converter", ResamplerSuite.run),
+    ("resampler", "Resampler node vs the raw library, 24 kHz -> 48 kHz: libsamplerate, soxr-hq, speex-6", ResamplerSuite.run),
     ("nodes", "Aligner, Crossfader, Fader vs memcpy of the same data", NodesSuite.run),
-    ("render", "speech-render.yaml offline vs libsamplerate, sox, gst-launch-1.0", RenderSuite.run),
+    ("render", "sluice render of speech-render.yaml vs sox rate -l, sox, gst-launch-1.0; in-process vs libsoxr", RenderSuite.run),
     ("jack", "jack.sink on a private jackd vs a C client, jack_simple_client, gst jackaudiosink", JackSuite.run),
     ("providers", "http-pcm provider from a loopback server vs curl to /dev/null, bytes per second", ProvidersSuite.run),
     ("speech", "sluice speak - fed 30 tokens/s: first audio after the first sentence vs espeak-ng --stdout", SpeechSuite.run),
     ("sizes", "reading and compiling 20 000-node graphs, 2 MB of comments, 2 000 repeated keys vs libyaml's compose", SizesSuite.run),
+    ("density", "N espeak voices mixed into one JACK client vs N gst-launch jackaudiosink pipelines: the most with 0 xruns", DensitySuite.run),
     ("soak", "speech and a live chain for --minutes N (default 1): xruns, underruns, RSS, descriptors, threads", SoakSuite.run),
 ]
 

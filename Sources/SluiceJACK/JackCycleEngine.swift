@@ -76,6 +76,12 @@ final class JackCycleEngine: @unchecked Sendable {
         playback.ports[playback.offsets[endpoint] + channel] = port
     }
 
+    /// [control-thread] Before activation: `endpoint` plays into ports an earlier endpoint
+    /// writes, so it adds to them.
+    func setMixing(endpoint: Int) {
+        playback.mixes[endpoint] = true
+    }
+
     /// [control-thread] Before activation.
     func setCapturePort(_ port: OpaquePointer, endpoint: Int, channel: Int) {
         capture.ports[capture.offsets[endpoint] + channel] = port
@@ -149,6 +155,10 @@ final class JackCycleEngine: @unchecked Sendable {
     private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t, deviceTime: UInt64) {
         let frames = Int(nframes)
         let channels = playback.channels[endpoint]
+        if playback.mixes[endpoint] {
+            mix(endpoint, cycle: cycle, frames: frames, channels: channels, nframes: nframes, deviceTime: deviceTime)
+            return
+        }
         if channels == 1, let port = playback.ports[playback.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
             // One port: the playhead renders straight into JACK's buffer.
             // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
@@ -163,6 +173,25 @@ final class JackCycleEngine: @unchecked Sendable {
             var source = scratch + channel
             for frame in 0..<frames {
                 buffer[frame] = source.pointee
+                source += channels
+            }
+        }
+    }
+
+    /// [audio-thread] Renders a sink whose ports an earlier sink wrote this period, and adds it.
+    @inline(__always)
+    private func mix(
+        _ endpoint: Int, cycle: GraphCycle, frames: Int, channels: Int, nframes: jack_nframes_t, deviceTime: UInt64
+    ) {
+        cycle.render(playback.indices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
+        for channel in 0..<channels {
+            guard let port = playback.ports[playback.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
+            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port, the same one
+            // the earlier sink filled this period.
+            let buffer = raw.assumingMemoryBound(to: Float.self)
+            var source = scratch + channel
+            for frame in 0..<frames {
+                buffer[frame] += source.pointee
                 source += channels
             }
         }
@@ -270,6 +299,8 @@ private struct Side {
     let indices: UnsafeMutablePointer<Int>
     let offsets: UnsafeMutablePointer<Int>
     let ports: UnsafeMutablePointer<OpaquePointer?>
+    /// Per endpoint: it adds into ports an earlier endpoint writes (sinks sharing ports).
+    let mixes: UnsafeMutablePointer<Bool>
 
     init(channels: [Int], indices: [Int]) {
         func copy(_ values: [Int]) -> UnsafeMutablePointer<Int> {
@@ -286,6 +317,8 @@ private struct Side {
         self.offsets = copy(offsets)
         ports = .allocate(capacity: max(1, running))
         ports.initialize(repeating: nil, count: max(1, running))
+        mixes = .allocate(capacity: max(1, channels.count))
+        mixes.initialize(repeating: false, count: max(1, channels.count))
     }
 
     /// [control-thread] After the client is closed.
@@ -294,5 +327,6 @@ private struct Side {
         indices.deallocate()
         offsets.deallocate()
         ports.deallocate()
+        mixes.deallocate()
     }
 }

@@ -74,7 +74,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         }
         var sinks: [Endpoint] = []
         var sources: [Endpoint] = []
-        var portOwners: [String: String] = [:]
+        var portOwners: [String: (node: String, direction: JackPorts.Direction, ports: [String])] = [:]
         for entry in entries {
             let settings: (server: String?, client: String?, ports: [String]?, connect: [String])
             let direction: JackPorts.Direction
@@ -101,13 +101,19 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
                 }
             }
             for port in settings.ports ?? [] {
-                if let owner = portOwners[port] {
-                    throw DeviceConfigurationError(
-                        node: entry.name, parameter: "ports",
-                        message: "port name '\(port)' is also a port of node '\(owner)': the graph's ports share one client",
-                        fix: "give each port of the graph its own name")
+                guard let owner = portOwners[port] else {
+                    portOwners[port] = (entry.name, direction, settings.ports ?? [])
+                    continue
                 }
-                portOwners[port] = entry.name
+                // Sinks naming the same ports, all of them, are mixed into them; anything
+                // else would give one JACK port two meanings.
+                if owner.direction == .playback && direction == .playback && owner.ports == settings.ports { continue }
+                throw DeviceConfigurationError(
+                    node: entry.name, parameter: "ports",
+                    message: "port name '\(port)' is also a port of node '\(owner.node)': the graph's ports share one client",
+                    fix: direction == .playback && owner.direction == .playback
+                        ? "to mix into '\(owner.node)''s ports give the same list, [\(owner.ports.joined(separator: ", "))]; else names of its own"
+                        : "give each port of the graph its own name")
             }
             let endpoint = Endpoint(
                 name: entry.name, node: ObjectIdentifier(entry.node), portNames: settings.ports,
@@ -188,9 +194,25 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
             captureChannels: captureEndpoints.map { cycle.captureChannels($0.index) },
             captureIndices: captureEndpoints.map(\.index))
         registered = []
+        // Sinks that name the same ports mix into them: the first registers them, the later
+        // ones add to what it wrote, and take their connections from it.
+        var playbackPorts: [[String]: (ports: [OpaquePointer], endpoint: Endpoint)] = [:]
         for (slot, (endpoint, index)) in playbackEndpoints.enumerated() {
             let names = portNames(of: endpoint, channels: cycle.playbackChannels(index))
-            let ports = try register(names, output: true, client: client) { engine.setPlaybackPort($1, endpoint: slot, channel: $0) }
+            if let shared = playbackPorts[names] {
+                for (channel, port) in shared.ports.enumerated() { engine.setPlaybackPort(port, endpoint: slot, channel: channel) }
+                engine.setMixing(endpoint: slot)
+                if endpoint.connect != shared.endpoint.connect {
+                    registered.append((endpoint, names.map { "\(client.name):\($0)" }))
+                }
+                continue
+            }
+            var handles: [OpaquePointer] = []
+            let ports = try register(names, output: true, client: client) { channel, port in
+                engine.setPlaybackPort(port, endpoint: slot, channel: channel)
+                handles.append(port)
+            }
+            playbackPorts[names] = (handles, endpoint)
             registered.append((endpoint, ports))
         }
         for (slot, (endpoint, index)) in captureEndpoints.enumerated() {

@@ -201,8 +201,9 @@ extension JackSinkTests {
 
     /// Graphs whose whole JACK cycle the allocation test watches: the speech chain with its
     /// processors on the worker (`boundary: sink`) and in the cycle (`boundary: source`), and
-    /// the live chain jack.source -> fader -> jack.sink fed by a tone from another client.
-    static let allocationCases = ["speech-sink", "speech-source", "live-chain"]
+    /// the live chain jack.source -> fader -> jack.sink fed by a tone from another client, and
+    /// two voices mixed into the same ports by two sinks.
+    static let allocationCases = ["speech-sink", "speech-source", "live-chain", "voices"]
 
     @Test(.enabled(if: AllocationCounter.testsEnabled), arguments: allocationCases)
     func theProcessThreadAllocatesNothing(graphCase: String) async {
@@ -220,9 +221,25 @@ extension JackSinkTests {
             case "live-chain":
                 description = try OneLineGraph.parse("jack.source channels=1 connect=none ! fader length=64 ! jack.sink connect=none")
                 description.playback = PlaybackSettings(strategy: .stream, client: "alloc-chain")
+            case "voices":
+                description = try GraphFile.parse("""
+                    name: voices
+                    nodes:
+                      a:    { type: tone, rate: 24000, frequency: 440, duration: \(seconds) }
+                      b:    { type: tone, rate: 24000, frequency: 660, duration: \(seconds) }
+                      ra:   { type: resampler }
+                      rb:   { type: resampler }
+                      sa:   { type: channel-map, channels: 2 }
+                      sb:   { type: channel-map, channels: 2 }
+                      outA: { type: jack.sink, ports: [l, r], connect: none }
+                      outB: { type: jack.sink, ports: [l, r], connect: none }
+                    links: [a -> ra -> sa -> outA, b -> rb -> sb -> outB]
+                    playback: { strategy: stream, client: alloc-voices }
+                    """, file: "voices.yaml")
             default:
+                // The resampler's live default (speexdsp), in the cycle with `boundary: source`.
                 description = try OneLineGraph.parse(
-                    "tone rate=24000 frequency=440 duration=\(seconds) ! resampler quality=sinc-medium ! crossfader ! fader"
+                    "tone rate=24000 frequency=440 duration=\(seconds) ! resampler ! crossfader ! fader"
                         + " ! channel-map channels=2 ! jack.sink connect=none")
                 description.playback = PlaybackSettings(strategy: .stream, client: "alloc-speech")
                 description.playback.boundary = graphCase == "speech-source" ? .source : .sink

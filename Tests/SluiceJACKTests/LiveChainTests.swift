@@ -57,6 +57,77 @@ import Testing
         #expect(try server.ports(matching: "^\(name)").isEmpty, "the client closes when the run ends")
     }
 
+    /// The level of `frequency` in `samples` (Goertzel): the amplitude of a sine at it.
+    static func amplitude(of frequency: Double, in samples: ArraySlice<Float>, rate: Int) -> Double {
+        let coefficient = 2 * cos(2 * Double.pi * frequency / Double(rate))
+        var (previous, beforePrevious) = (0.0, 0.0)
+        for sample in samples {
+            (previous, beforePrevious) = (Double(sample) + coefficient * previous - beforePrevious, previous)
+        }
+        let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+        return 2 * power.squareRoot() / Double(samples.count)
+    }
+
+    @Test("sinks naming the same ports are mixed into them: one port, both voices heard, the shorter one ending alone")
+    func sinksSharingPortsMix() throws {
+        let server = try JackTestServer.shared()
+        let name = clientName("voices")
+        let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
+        try recorder.start()
+        defer { recorder.stop() }
+        let graph = try compile("""
+            name: voices
+            nodes:
+              low:     { type: tone, frequency: 440, amplitude: 0.25, duration: 0.4 }
+              high:    { type: tone, frequency: 660, amplitude: 0.25, duration: 1.0 }
+              lowOut:  { type: jack.sink, channels: 1, ports: [mix], connect: ["\(name)-rec:in_1"] }
+              highOut: { type: jack.sink, channels: 1, ports: [mix], connect: ["\(name)-rec:in_1"] }
+            links:
+              - low -> lowOut
+              - high -> highOut
+            playback: { strategy: stream, client: \(name) }
+            """, server: server.name)
+        let live = try LiveRun(graph: graph)
+        try live.start()
+        let ports = try server.ports(matching: "^\(name):")
+        let report = try live.wait()
+        recorder.drain()
+        #expect(ports == ["\(name):mix"])
+        #expect(report.underruns == 0)
+        let recorded = recorder.samples(channel: 0)
+        let start = try #require(recorded.firstIndex { $0 != 0 })
+        let rate = server.sampleRate
+        // Both voices in the first 0.3 s, each at its own level; only the longer one after 0.5 s.
+        let both = recorded[(start + rate / 20)..<(start + 3 * rate / 10)]
+        let later = recorded[(start + rate / 2)..<(start + 9 * rate / 10)]
+        let lowBoth = Self.amplitude(of: 440, in: both, rate: rate)
+        let highBoth = Self.amplitude(of: 660, in: both, rate: rate)
+        #expect(abs(lowBoth - 0.25) < 0.02 && abs(highBoth - 0.25) < 0.02, "440 Hz \(lowBoth), 660 Hz \(highBoth)")
+        #expect(Self.amplitude(of: 440, in: later, rate: rate) < 0.01)
+        #expect(abs(Self.amplitude(of: 660, in: later, rate: rate) - 0.25) < 0.02)
+        #expect((both.map { abs($0) }.max() ?? 0) > 0.4, "the two sum in the port")
+    }
+
+    @Test("a sink naming only some of another sink's ports is refused, naming the list to give")
+    func sinksSharingSomePortsAreRefused() throws {
+        let server = try JackTestServer.shared()
+        #expect {
+            _ = try compile("""
+                name: clash
+                nodes:
+                  a:   { type: tone, duration: 0.1 }
+                  b:   { type: tone, duration: 0.1 }
+                  one: { type: jack.sink, channels: 2, ports: [left, right], connect: none }
+                  two: { type: jack.sink, channels: 1, ports: [left], connect: none }
+                links: [a -> one, b -> two]
+                """, server: server.name)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("live.yaml:6:47") && text.contains("port name 'left' is also a port of node 'one'")
+                && text.contains("give the same list, [left, right]")
+        }
+    }
+
     @Test("the nodes of a live chain run in the JACK cycle; a speech chain's run on the worker unless boundary: source")
     func placement() throws {
         let server = try JackTestServer.shared()

@@ -24,6 +24,8 @@ public struct RunReport: Sendable, Hashable, Codable {
     /// plus graph time it was not yet due, not time it waited for room: below 1 is faster
     /// than real time.
     public var sourceRealTimeFactor: Double?
+    /// Underruns of every sink together (each sink's own are counters `<sink>.underruns` when
+    /// a graph has several).
     public var underruns = 0
     public var droppedPartialFrames = 0
     /// The most audio the sink held, in seconds.

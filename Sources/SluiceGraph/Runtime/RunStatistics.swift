@@ -79,11 +79,16 @@ struct RunStatistics {
         var report = self.report
         if let sink = runtime.sinks.first {
             report.audioSeconds = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
-            report.underruns = sink.playhead.underruns
         }
+        // Every sink's underruns count (many voices into one client); each is named too when
+        // there are several.
+        report.underruns = runtime.sinks.reduce(0) { $0 + $1.playhead.underruns }
         report.sourceRealTimeFactor = runtime.sources.first?.realTimeFactor(now: now)
         report.droppedPartialFrames = runtime.droppedPartialFrames
         report.counters = runtime.counters
+        if runtime.sinks.count > 1 {
+            for sink in runtime.sinks { report.counters["\(sink.name).underruns"] = sink.playhead.underruns }
+        }
         report.failures = runtime.sources.compactMap { source in source.failure.map { "\(source.name): \($0.message)" } }
         for source in runtime.sources {
             if let failure = source.failure { report.failureCodes[source.name] = failure.code }

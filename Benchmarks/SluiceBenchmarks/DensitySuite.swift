@@ -1,0 +1,192 @@
+import CJack
+import Foundation
+import Synchronization
+
+/// `scripts/bench density`: how many speech streams one 2-core box plays at once.
+///
+/// On a private server (`BenchServer`, 48 kHz, 256-frame periods), for N = 8, 16, 32, … :
+///
+/// - **Sluice:** one `sluice run` of a generated graph with N voices, each `espeak` → aligner →
+///   resampler → crossfader → fader → channel-map (stereo) → `jack.sink` naming the same two
+///   ports, so all N mix into one client's `out_1`/`out_2`. Every voice speaks the same text
+///   (`--text-file`), enough for `seconds` of speech.
+/// - **GStreamer:** N `gst-launch-1.0` pipelines at once, each playing the same text
+///   pre-rendered by `espeak-ng -w` (so GStreamer does no synthesis at all) through
+///   `wavparse ! audioconvert ! audioresample ! jackaudiosink`: N clients.
+///
+/// A step passes when it plays through with 0 xruns (counted by a watching client's xrun
+/// callback, which JACK calls in every client) and, for Sluice, 0 underruns in any voice
+/// (`--stats json`). Each side climbs until its first failing step; the figure is the
+/// largest passing N of each. CPU per stream (the processes' CPU time ÷ N ÷ audio seconds)
+/// is noted for each step.
+enum DensitySuite {
+    static let steps = [8, 16, 32, 48, 64, 96, 128, 192, 256]
+    /// Seconds of speech per voice (`SLUICE_BENCH_DENSITY_SECONDS` shortens a trial).
+    static var seconds: Double {
+        ProcessInfo.processInfo.environment["SLUICE_BENCH_DENSITY_SECONDS"].flatMap(Double.init) ?? 60
+    }
+
+    static let sentences = [
+        "The quick brown fox jumps over the lazy dog.",
+        "Sluice keeps many voices on one bus at once.",
+        "Each voice has its own buffer and its own fades.",
+        "A busy box should never click, stutter or stall.",
+    ]
+
+    struct Step {
+        var streams: Int
+        var xruns: Int
+        var underruns: Int
+        var cpuPerStream: Double
+        var passed: Bool { xruns == 0 && underruns == 0 }
+    }
+
+    static func run(runs _: Int) {
+        let sluice = SpeechSuite.locateSluice()
+        let folder = makeBenchFolder("density")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let server = BenchServer.start(logPath: "\(folder)/jackd.log")
+        defer { server.stop() }
+        let text = writeText(to: "\(folder)/text.txt")
+        let wav = "\(folder)/speech.wav"
+        ChildProcess.start(["espeak-ng", "-w", wav, "-f", text]).expectExit()
+        note("density: \(format(seconds)) s of speech per voice on '\(server.name)' (\(server.realtime ? "real-time" : "no real-time") scheduling)")
+
+        let watcher = XrunWatcher(server: server.name)
+        defer { watcher.close() }
+        var sluiceSteps: [Step] = []
+        for streams in steps {
+            let step = sluiceStep(streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher)
+            sluiceSteps.append(step)
+            note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+            if !step.passed { break }
+        }
+        var gstSteps: [Step] = []
+        for streams in steps {
+            let step = gstStep(streams: streams, wav: wav, server: server, watcher: watcher)
+            gstSteps.append(step)
+            note("gst-launch-1.0, \(streams) pipelines: \(step.xruns) xruns, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+            if !step.passed { break }
+        }
+        let sluiceBest = sluiceSteps.filter(\.passed).map(\.streams).max() ?? 0
+        let gstBest = gstSteps.filter(\.passed).map(\.streams).max() ?? 0
+        func cpu(_ steps: [Step], at streams: Int) -> Double {
+            (steps.first { $0.streams == streams }?.cpuPerStream ?? 0) * 1_000
+        }
+        Figure(
+            bench: "density", metric: "streams with 0 xruns and 0 underruns", sluice: Double(sluiceBest), reference: Double(gstBest),
+            unit: "streams (higher is better)", referenceName: "gst-launch-1.0 … jackaudiosink pipelines (pre-rendered speech)",
+            runs: 1, goal: ">= 64 and more than the reference",
+            goalMet: sluiceBest >= 64 && sluiceBest > gstBest,
+            extras: [
+                ("seconds", seconds),
+                ("sluice_cpu_ms_per_stream_second", cpu(sluiceSteps, at: sluiceBest)),
+                ("reference_cpu_ms_per_stream_second", cpu(gstSteps, at: min(gstBest, sluiceBest))),
+                ("sluice_first_failing", Double(sluiceSteps.last { !$0.passed }?.streams ?? 0)),
+                ("reference_first_failing", Double(gstSteps.last { !$0.passed }?.streams ?? 0)),
+            ]
+        ).emit()
+    }
+
+    // MARK: The two sides
+
+    static func sluiceStep(streams: Int, sluice: String, text: String, folder: String, server: BenchServer, watcher: XrunWatcher) -> Step {
+        let graph = "\(folder)/voices-\(streams).yaml"
+        writeGraph(voices: streams, to: graph)
+        let stats = "\(folder)/voices-\(streams).json"
+        watcher.reset()
+        let child = ChildProcess.start(
+            [sluice, "run", graph, "--text-file", text, "--server", server.name, "--stats", "json"],
+            streams: .init(outputPath: stats))
+        let exit = child.expectExit()
+        let report = StatsFile(stats)
+        let xruns = max(watcher.xruns, Int(report.number("xruns") ?? 0))
+        let audio = report.number("audioSeconds") ?? seconds
+        return Step(
+            streams: streams, xruns: xruns, underruns: Int(report.number("underruns") ?? -1),
+            cpuPerStream: exit.cpuSeconds / Double(streams) / max(audio, 1))
+    }
+
+    static func gstStep(streams: Int, wav: String, server: BenchServer, watcher: XrunWatcher) -> Step {
+        watcher.reset()
+        let children = (0..<streams).map { index in
+            ChildProcess.start([
+                "gst-launch-1.0", "-q", "filesrc", "location=\(wav)", "!", "wavparse", "!", "audioconvert", "!",
+                "audioresample", "!", "jackaudiosink", "server=\(server.name)", "client-name=gst-\(index)", "connect=none",
+            ])
+        }
+        var cpu = 0.0
+        for child in children { cpu += child.expectExit().cpuSeconds }
+        return Step(streams: streams, xruns: watcher.xruns, underruns: 0, cpuPerStream: cpu / Double(streams) / seconds)
+    }
+
+    // MARK: Inputs
+
+    /// Sentences, one per line (one utterance each), enough for `seconds` at espeak-ng's
+    /// default rate (about 2.6 s a sentence).
+    static func writeText(to path: String) -> String {
+        let count = Int((seconds / 2.6).rounded(.up))
+        let lines = (0..<count).map { sentences[$0 % sentences.count] }
+        guard FileManager.default.createFile(atPath: path, contents: Data((lines.joined(separator: "\n") + "\n").utf8)) else {
+            fail("cannot write \(path)")
+        }
+        return path
+    }
+
+    /// N voices, each the standard speech chain, all into the same two ports of one client.
+    static func writeGraph(voices: Int, to path: String) {
+        var nodes = ""
+        var links = ""
+        for voice in 0..<voices {
+            nodes += """
+                  v\(voice):      { type: espeak, voice: en, rate: 175, buffer: 1.0 }
+                  a\(voice):      { type: aligner }
+                  r\(voice):      { type: resampler }
+                  x\(voice):      { type: crossfader, duration: 0.1 }
+                  f\(voice):      { type: fader, length: 256 }
+                  s\(voice):      { type: channel-map, channels: 2 }
+                  out\(voice):    { type: jack.sink, ports: [out_1, out_2], connect: none }
+
+                """
+            links += "  - v\(voice) -> a\(voice) -> r\(voice) -> x\(voice) -> f\(voice) -> s\(voice) -> out\(voice)\n"
+        }
+        let text = "name: density\nnodes:\n\(nodes)links:\n\(links)playback: { strategy: auto, max-buffered: 3.0, client: density }\n"
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else { fail("cannot write \(path)") }
+    }
+
+    private static func format(_ value: Double) -> String { String(format: "%.1f", value) }
+}
+
+/// A client that only counts the server's xruns: JACK calls every client's xrun callback.
+final class XrunWatcher {
+    private let client: OpaquePointer
+    private let count: Counter
+
+    final class Counter: @unchecked Sendable {
+        // SAFETY (@unchecked Sendable): one atomic.
+        let value = Atomic<Int>(0)
+    }
+
+    init(server: String) {
+        var status = jack_status_t(rawValue: 0)
+        guard let client = sluice_jack_client_open("bench-xruns", JackNoStartServer, &status, server) else {
+            fail("the xrun watcher cannot open a client on '\(server)' (status 0x\(String(status.rawValue, radix: 16)))")
+        }
+        self.client = client
+        count = Counter()
+        jack_set_xrun_callback(
+            client,
+            { argument in
+                // SAFETY: `argument` is the unretained Counter, alive until jack_client_close.
+                Unmanaged<Counter>.fromOpaque(argument!).takeUnretainedValue().value.add(1, ordering: .relaxed)
+                return 0
+            }, Unmanaged.passUnretained(count).toOpaque())
+        guard jack_activate(client) == 0 else { fail("the xrun watcher cannot activate") }
+    }
+
+    var xruns: Int { count.value.load(ordering: .relaxed) }
+
+    func reset() { count.value.store(0, ordering: .relaxed) }
+
+    func close() { jack_client_close(client) }
+}
