@@ -14,13 +14,19 @@ import Synchronization
 ///   pre-rendered by `espeak-ng -w` (so GStreamer does no synthesis at all) through
 ///   `wavparse ! audioconvert ! audioresample ! jackaudiosink`: N clients.
 ///
-/// A step passes when it plays through with 0 xruns (counted by a watching client's xrun
+/// A step passes when every process ends well (JACK holds a limited number of clients, so
+/// past it some pipelines cannot start) and it plays through with 0 xruns (counted by a watching client's xrun
 /// callback, which JACK calls in every client) and, for Sluice, 0 underruns in any voice
 /// (`--stats json`). Each side climbs until its first failing step; the figure is the
 /// largest passing N of each. CPU per stream (the processes' CPU time ÷ N ÷ audio seconds)
 /// is noted for each step.
 enum DensitySuite {
-    static let steps = [8, 16, 32, 48, 64, 96, 128, 192, 256]
+    /// The steps climbed; `SLUICE_BENCH_DENSITY_STEPS` ("64,96,128") picks others for a trial.
+    static var steps: [Int] {
+        ProcessInfo.processInfo.environment["SLUICE_BENCH_DENSITY_STEPS"]
+            .map { $0.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+            ?? [8, 16, 32, 48, 64, 96, 128, 192, 256]
+    }
     /// Seconds of speech per voice (`SLUICE_BENCH_DENSITY_SECONDS` shortens a trial).
     static var seconds: Double {
         ProcessInfo.processInfo.environment["SLUICE_BENCH_DENSITY_SECONDS"].flatMap(Double.init) ?? 60
@@ -38,7 +44,10 @@ enum DensitySuite {
         var xruns: Int
         var underruns: Int
         var cpuPerStream: Double
-        var passed: Bool { xruns == 0 && underruns == 0 }
+        /// Processes that ended with an error (a pipeline JACK refused a client: the server
+        /// holds a limited number of clients).
+        var failedProcesses = 0
+        var passed: Bool { xruns == 0 && underruns == 0 && failedProcesses == 0 }
     }
 
     static func run(runs _: Int) {
@@ -58,14 +67,14 @@ enum DensitySuite {
         for streams in steps {
             let step = sluiceStep(streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher)
             sluiceSteps.append(step)
-            note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+            note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns\(step.failedProcesses > 0 ? ", the run failed" : ""), CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
             if !step.passed { break }
         }
         var gstSteps: [Step] = []
         for streams in steps {
             let step = gstStep(streams: streams, wav: wav, server: server, watcher: watcher)
             gstSteps.append(step)
-            note("gst-launch-1.0, \(streams) pipelines: \(step.xruns) xruns, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+            note("gst-launch-1.0, \(streams) pipelines: \(step.xruns) xruns, \(step.failedProcesses) failed to run, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
             if !step.passed { break }
         }
         let sluiceBest = sluiceSteps.filter(\.passed).map(\.streams).max() ?? 0
@@ -98,7 +107,10 @@ enum DensitySuite {
         let child = ChildProcess.start(
             [sluice, "run", graph, "--text-file", text, "--server", server.name, "--stats", "json"],
             streams: .init(outputPath: stats))
-        let exit = child.expectExit()
+        let exit = child.wait()
+        guard exit.exited(with: 0) else {
+            return Step(streams: streams, xruns: watcher.xruns, underruns: 0, cpuPerStream: 0, failedProcesses: 1)
+        }
         let report = StatsFile(stats)
         let xruns = max(watcher.xruns, Int(report.number("xruns") ?? 0))
         let audio = report.number("audioSeconds") ?? seconds
@@ -116,8 +128,15 @@ enum DensitySuite {
             ])
         }
         var cpu = 0.0
-        for child in children { cpu += child.expectExit().cpuSeconds }
-        return Step(streams: streams, xruns: watcher.xruns, underruns: 0, cpuPerStream: cpu / Double(streams) / seconds)
+        var failed = 0
+        for child in children {
+            let exit = child.wait()
+            cpu += exit.cpuSeconds
+            if !exit.exited(with: 0) { failed += 1 }
+        }
+        return Step(
+            streams: streams, xruns: watcher.xruns, underruns: 0, cpuPerStream: cpu / Double(streams) / seconds,
+            failedProcesses: failed)
     }
 
     // MARK: Inputs
