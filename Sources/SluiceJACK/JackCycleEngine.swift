@@ -150,16 +150,14 @@ final class JackCycleEngine: @unchecked Sendable {
         cycle.commitCapture(capture.indices[endpoint], frames: frames)
     }
 
-    /// [audio-thread] Renders a device sink's playhead and spreads it over its ports.
+    /// [audio-thread] Renders a device sink's playhead and spreads it over its ports; a sink
+    /// whose ports an earlier sink wrote this period (sinks sharing ports) adds to them.
     @inline(__always)
     private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t, deviceTime: UInt64) {
         let frames = Int(nframes)
         let channels = playback.channels[endpoint]
-        if playback.mixes[endpoint] {
-            mix(endpoint, cycle: cycle, frames: frames, channels: channels, nframes: nframes, deviceTime: deviceTime)
-            return
-        }
-        if channels == 1, let port = playback.ports[playback.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
+        let adding = playback.mixes[endpoint]
+        if channels == 1, !adding, let port = playback.ports[playback.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
             // One port: the playhead renders straight into JACK's buffer.
             // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
             cycle.render(playback.indices[endpoint], into: raw.assumingMemoryBound(to: Float.self), frames: frames, deviceTime: deviceTime)
@@ -168,31 +166,20 @@ final class JackCycleEngine: @unchecked Sendable {
         cycle.render(playback.indices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
         for channel in 0..<channels {
             guard let port = playback.ports[playback.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
-            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
+            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port (for a sink
+            // sharing its ports, the one an earlier sink filled this period).
             let buffer = raw.assumingMemoryBound(to: Float.self)
             var source = scratch + channel
-            for frame in 0..<frames {
-                buffer[frame] = source.pointee
-                source += channels
-            }
-        }
-    }
-
-    /// [audio-thread] Renders a sink whose ports an earlier sink wrote this period, and adds it.
-    @inline(__always)
-    private func mix(
-        _ endpoint: Int, cycle: GraphCycle, frames: Int, channels: Int, nframes: jack_nframes_t, deviceTime: UInt64
-    ) {
-        cycle.render(playback.indices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
-        for channel in 0..<channels {
-            guard let port = playback.ports[playback.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
-            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port, the same one
-            // the earlier sink filled this period.
-            let buffer = raw.assumingMemoryBound(to: Float.self)
-            var source = scratch + channel
-            for frame in 0..<frames {
-                buffer[frame] += source.pointee
-                source += channels
+            if adding {
+                for frame in 0..<frames {
+                    buffer[frame] += source.pointee
+                    source += channels
+                }
+            } else {
+                for frame in 0..<frames {
+                    buffer[frame] = source.pointee
+                    source += channels
+                }
             }
         }
     }
