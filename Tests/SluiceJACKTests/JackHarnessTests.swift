@@ -96,6 +96,31 @@ struct JackHarnessTests {
         }
     }
 
+    @Test("a dead jackd's entry in JACK's 8-server registry is freed, and only a dead one")
+    func deadRegistryEntryIsReclaimed() throws {
+        let shared = try JackTestServer.shared()
+        // A jackd outside the harness, killed as a crash or a stopped session leaves it.
+        let name = "sluice-test-\(getpid())-dead"
+        let uid = getuid()
+        let script = """
+            jackd --no-realtime -n \(name) -d dummy -r 48000 -p 256 >/dev/null 2>&1 & pid=$!
+            i=0; while [ ! -e /dev/shm/jack_\(name)_\(uid)_0 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+            kill -9 $pid; wait $pid 2>/dev/null
+            rm -f /dev/shm/jack_\(name)_* /dev/shm/jack_sem.\(uid)_\(name)_*
+            """
+        #expect(system(script) == 0)
+        let prefix = "jack-\(uid):\(name):"
+        let dead = try #require(
+            JackServerSlots.entriesInUse().first { $0.prefix == prefix }, "the killed jackd left no entry")
+        #expect(kill(dead.pid, 0) != 0)
+
+        #expect(JackServerSlots.reclaimDeadEntries() >= 1)
+        let after = JackServerSlots.entriesInUse()
+        #expect(!after.contains { $0.prefix == prefix })
+        #expect(after.contains { $0.prefix == "jack-\(uid):\(shared.name):" }, "a live server's entry was freed")
+        #expect(shared.answers)
+    }
+
     @Test("a server that cannot start fails with its log; a taken name is refused")
     func startFailures() throws {
         // jackd cannot make its semaphores under a name with a slash, and exits.

@@ -176,23 +176,36 @@ public final class JackTestServer: Sendable {
             "jackd", "--no-realtime", "-n", name,
             "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(periodFrames)",
         ]
-        let entry = try ServerRegistry.spawn(command, name: name, logPath: logPath)
-        let server = JackTestServer(
-            name: name, sampleRate: sampleRate, periodFrames: periodFrames, pid: entry.pid, logPath: logPath)
-        if let problem = waitUntilAnswering(server) {
+        // JACK runs at most 8 servers per machine. Entries of servers that died are freed and
+        // the start tried again; while live servers (other tests') hold all 8, it waits.
+        let clock = ContinuousClock()
+        let slotDeadline = clock.now + slotWait
+        while true {
+            let entry = try ServerRegistry.spawn(command, name: name, logPath: logPath)
+            let server = JackTestServer(
+                name: name, sampleRate: sampleRate, periodFrames: periodFrames, pid: entry.pid, logPath: logPath)
+            guard let problem = waitUntilAnswering(server) else { return server }
             let log = ChildProcess.tail(of: logPath)
             ServerRegistry.end(server.pid)
+            let noSlot = log.contains("Too many servers")
+            if noSlot, clock.now < slotDeadline {
+                if JackServerSlots.reclaimDeadEntries() == 0 { usleep(250_000) }
+                continue
+            }
             var hint = ""
-            if log.contains("Too many servers") {
-                hint = "\nJACK allows 8 servers per machine (/dev/shm/jack-shm-registry); a server killed "
-                    + "with SIGKILL keeps its slot until a server of the same name starts and stops again."
+            if noSlot {
+                let holders = JackServerSlots.entriesInUse().map { "\($0.prefix) (pid \($0.pid))" }
+                hint = "\nJACK allows 8 servers per machine (/dev/shm/jack-shm-registry), all still "
+                    + "held after \(slotWait) by live servers: \(holders.joined(separator: ", "))"
             }
             throw JackTestError(
                 "the test JACK server '\(name)' (`\(command.joined(separator: " "))`) \(problem). "
                     + "jackd's log ends:\n\(log)\(hint)")
         }
-        return server
     }
+
+    /// How long `start` waits for one of JACK's 8 server slots while other servers hold them.
+    public static let slotWait: Duration = .seconds(30)
 
     /// Polls every 20 ms until the server answers. Returns nil once it does, or what went
     /// wrong.

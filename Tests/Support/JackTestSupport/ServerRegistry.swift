@@ -215,6 +215,96 @@ enum ServerRegistry {
     }
 }
 
+/// JACK's registry of servers, `/dev/shm/jack-shm-registry` (jack2's `jack_shm_header_t`):
+/// a 24-byte header, then 8 server entries of 264 bytes, each a `pid_t` and the server's
+/// prefix `jack-UID:NAME:` (257 bytes, NUL-padded).
+///
+/// jackd frees an entry only when its own server exits cleanly or when a server of the same
+/// name starts, so a jackd that died (SIGKILL, a crash, a benchmark or a session stopped
+/// midway) holds its entry for good, and after 8 such deaths on a machine no server starts
+/// ("Too many servers already active"). `reclaimDeadEntries` frees those entries as jackd
+/// itself frees a dead one of its own name: by zeroing it.
+public enum JackServerSlots {
+    static let path = "/dev/shm/jack-shm-registry"
+    static let magic: UInt32 = 0x4a41_434b  // "JACK"
+    static let headerLength = 24
+    static let entryLength = 264
+    static let entries = 8
+
+    /// One registry entry: the server's pid and its prefix (`jack-UID:NAME:`).
+    public struct Entry: Equatable, Sendable {
+        public let index: Int
+        public let pid: pid_t
+        public let prefix: String
+    }
+
+    /// The entries in use, or [] when there is no registry (no server ever ran) or its layout
+    /// is not the one above.
+    public static func entriesInUse() -> [Entry] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        defer { close(descriptor) }
+        return read(descriptor) ?? []
+    }
+
+    /// Frees every entry whose jackd is gone, except those a supervisor of a live test process
+    /// will free itself (its `/tmp/sluice-jackd-NAME.pid` names a live owner: a test may be
+    /// watching that entry). Returns how many were freed.
+    ///
+    /// No lock is taken (jackd's is a SysV semaphore private to libjack): an entry whose pid is
+    /// dead is written by nobody but a server of the same name reclaiming it, which zeroes it
+    /// just the same, and a server registering takes only an entry whose pid is 0.
+    @discardableResult
+    public static func reclaimDeadEntries() -> Int {
+        let descriptor = open(path, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return 0 }
+        defer { close(descriptor) }
+        guard let inUse = read(descriptor) else { return 0 }
+        var freed = 0
+        for entry in inUse where !isAlive(entry.pid) && !supervisedByLiveOwner(entry.prefix) {
+            let zeros = [UInt8](repeating: 0, count: entryLength)
+            let offset = off_t(headerLength + entry.index * entryLength)
+            if pwrite(descriptor, zeros, entryLength, offset) == entryLength { freed += 1 }
+        }
+        return freed
+    }
+
+    private static func read(_ descriptor: Int32) -> [Entry]? {
+        let length = headerLength + entries * entryLength
+        var bytes = [UInt8](repeating: 0, count: length)
+        guard pread(descriptor, &bytes, length, 0) == length else { return nil }
+        func word(_ offset: Int) -> UInt32 {
+            (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * $1) }
+        }
+        // magic, then hdr_len (the header with its 8 entries) at offset 16.
+        guard word(0) == magic, word(16) == UInt32(length) else { return nil }
+        return (0..<entries).compactMap { index in
+            let offset = headerLength + index * entryLength
+            let pid = pid_t(bitPattern: word(offset))
+            guard pid != 0 else { return nil }
+            let name = bytes[(offset + 4)..<(offset + entryLength)].prefix { $0 != 0 }
+            return Entry(index: index, pid: pid, prefix: String(decoding: name, as: UTF8.self))
+        }
+    }
+
+    private static func isAlive(_ pid: pid_t) -> Bool {
+        Glibc.kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// True when `prefix` (`jack-UID:NAME:`) is a server of a test process still running,
+    /// whose supervisor frees the entry when the test stops it.
+    private static func supervisedByLiveOwner(_ prefix: String) -> Bool {
+        let parts = prefix.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count >= 3 else { return false }
+        let name = parts[1..<(parts.count - 1)].joined(separator: ":")
+        guard let text = ChildProcess.read("/tmp/sluice-jackd-\(ServerRegistry.fileSafe(name)).pid") else {
+            return false
+        }
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { pid_t($0) }
+        return fields.count == 2 && isAlive(fields[1])
+    }
+}
+
 /// The `atexit` handler: a plain function, so it can be a C function pointer.
 private func endAllServersAtExit() {
     ServerRegistry.endAll()
