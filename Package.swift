@@ -60,6 +60,7 @@ let package = Package(
         .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
         .library(name: "SluiceSpeech", targets: ["SluiceSpeech"]),
         .library(name: "SluiceHost", targets: ["SluiceHost"]),
+        .library(name: "SluiceControl", targets: ["SluiceControl"]),
         // What a node author's tests link: a node driven by the engine's own rule.
         .library(name: "SluiceTestKit", targets: ["SluiceTestKit"]),
         .executable(name: "sluice", targets: ["sluice"]),
@@ -93,6 +94,7 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
         systemLibrary("CEspeak", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
+        systemLibrary("CLiblo", pkgConfig: "liblo", apt: "liblo-dev"),
 
         // MARK: Library modules
         .target(name: "SluiceRT"),
@@ -133,6 +135,9 @@ let package = Package(
             ]
         ),
 
+        // A running graph's control: the JSON-lines socket, OSC through liblo, the commands.
+        .target(name: "SluiceControl", dependencies: ["SluiceGraph", "CLiblo"]),
+
         // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
         .target(name: "SluicePluginABI"),
         .target(name: "SluicePlugins", dependencies: ["SluicePluginABI", "SluiceGraph", "SluiceAudio"]),
@@ -159,7 +164,7 @@ let package = Package(
             name: "sluice",
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK", "CSndFile",
-                "SluicePlugins", "SluiceSpeech", "SluiceHost",
+                "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

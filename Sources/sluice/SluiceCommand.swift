@@ -7,7 +7,7 @@ struct SluiceCommand: ParsableCommand {
         commandName: "sluice",
         abstract: "A real-time audio node graph for Linux: streaming speech into JACK.",
         discussion: ExitStatus.help,
-        subcommands: [RunCommand.self, LaunchCommand.self, CheckCommand.self, RenderCommand.self, DotCommand.self, NodesCommand.self, ConvertCommand.self,
+        subcommands: [RunCommand.self, LaunchCommand.self, ServeCommand.self, CtlCommand.self, CheckCommand.self, RenderCommand.self, DotCommand.self, NodesCommand.self, ConvertCommand.self,
                       PluginsCommand.self, SpeakCommand.self]
     )
 

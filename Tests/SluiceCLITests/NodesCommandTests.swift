@@ -13,7 +13,7 @@ struct NodesCommandTests {
         ("aligner", "processor", []),
         ("resampler", "processor", ["quality", "rate"]),
         ("crossfader", "processor", ["duration"]),
-        ("fader", "processor", ["length", "gain"]),
+        ("fader", "processor", ["length", "gain", "ramp"]),
         ("mixer", "processor", ["inputs", "gains"]),
         ("channel-map", "processor", ["channels", "routing"]),
         ("tee", "processor", ["outputs"]),
@@ -64,7 +64,8 @@ struct NodesCommandTests {
               in   in [frames]  Float32 frames
               out  out [frames]  The same format, `length` frames later
               length: integer in 0…48000 (frames), default 256 — Fade length, and the delay the node adds to look ahead for breaks.
-              gain: number in 0…4, default 1 — Linear gain on everything; 1 leaves samples outside the fades untouched.
+              gain: number in 0…4, default 1, live — Linear gain on everything; 1 leaves samples outside the fades untouched.
+              ramp: number in 0…10 (s), default 0.02 — How long a gain change takes while playing, a straight line so it never clicks.
 
             """)
     }

@@ -85,12 +85,17 @@ public struct ParameterDescriptor: Sendable, Hashable {
     public var unit: String?
     /// One line: what the parameter does.
     public var summary: String
+    /// Whether the parameter may change while the graph plays (`sluice ctl set`, OSC): the
+    /// node is a `LiveParameterNode` and applies the change at an exact frame, ramped where a
+    /// jump would click. Live parameters are numbers.
+    public var isLive: Bool
 
     public init(
         _ name: String, _ type: ParameterType, default defaultValue: ParameterValue?,
-        required: Bool = false, unit: String? = nil, summary: String
+        required: Bool = false, unit: String? = nil, live: Bool = false, summary: String
     ) {
         self.name = name
+        self.isLive = live
         self.isRequired = required
         self.type = type
         self.defaultValue = defaultValue

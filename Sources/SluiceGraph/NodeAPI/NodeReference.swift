@@ -11,7 +11,7 @@ public enum NodeReference {
             lines.append("  out  " + port)
         }
         for parameter in descriptor.parameters {
-            lines.append("  \(parameter.name): \(parameter.type)\(unit(parameter)), \(defaultText(parameter)) — \(parameter.summary)")
+            lines.append("  \(parameter.name): \(parameter.type)\(unit(parameter)), \(defaultText(parameter))\(live(parameter)) — \(parameter.summary)")
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -32,7 +32,7 @@ public enum NodeReference {
             }
             text += "| parameter | accepts | default | what it does |\n| --- | --- | --- | --- |\n"
             for parameter in descriptor.parameters {
-                let accepts = escaped("\(parameter.type)\(unit(parameter))")
+                let accepts = escaped("\(parameter.type)\(unit(parameter))\(live(parameter))")
                 text += "| `\(parameter.name)` | \(accepts) | \(parameter.isRequired ? "required" : parameter.defaultValue.map { "`\($0)`" } ?? "—") | \(escaped(parameter.summary)) |\n"
             }
             text += "\n"
@@ -61,6 +61,11 @@ public enum NodeReference {
 
     private static func unit(_ parameter: ParameterDescriptor) -> String {
         parameter.unit.map { " (\($0))" } ?? ""
+    }
+
+    /// Marks a parameter that may change while the graph plays (`sluice ctl set`, OSC).
+    private static func live(_ parameter: ParameterDescriptor) -> String {
+        parameter.isLive ? ", live" : ""
     }
 
     private static func defaultText(_ parameter: ParameterDescriptor) -> String {

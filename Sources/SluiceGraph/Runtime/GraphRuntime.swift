@@ -5,7 +5,10 @@ import SluiceAudio
 /// these; only who calls what, and on which thread, differs.
 final class GraphRuntime: @unchecked Sendable {
     let graph: CompiledGraph
+    /// The processors the worker (or the offline driver) runs.
     let processors: [ProcessorSlot]
+    /// The processors a device's cycle runs (live runs), in its order.
+    let cycleProcessors: [ProcessorSlot]
     let sources: [SourceSlot]
     let sinks: [SinkSlot]
     /// Posted when the worker has something to do (live runs); nil offline.
@@ -132,13 +135,15 @@ final class GraphRuntime: @unchecked Sendable {
             case let processor as any ProcessorNode:
                 let slot = ProcessorSlot(
                     name: node.name, node: processor, ports: ports,
-                    inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! })
+                    inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! },
+                    parameterWake: inCycle[index] ? nil : workerWake)
                 if inCycle[index] { cycleProcessors.append(slot) } else { processors.append(slot) }
             default:
                 break
             }
         }
         self.processors = processors
+        self.cycleProcessors = cycleProcessors
         self.sources = sources
         self.sinks = sinks
         lastUnderruns = Array(repeating: 0, count: sinks.count)

@@ -22,9 +22,13 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     public init(graph: CompiledGraph) throws {
         runtime = try GraphRuntime(graph: graph, live: true, eventWake: controlWake)
         statistics = RunStatistics(runtime: runtime)
+        parameters = ParameterControl(runtime: runtime)
     }
 
     public var playheads: [Playhead] { runtime.sinks.map(\.playhead) }
+
+    /// Changes the graph's live parameters while it plays (any thread, any number at once).
+    public let parameters: ParameterControl
 
     public var eventObserver: ((DrainEvent) -> Void)?
     public var statusObserver: ((PlaybackStatus) -> Void)?

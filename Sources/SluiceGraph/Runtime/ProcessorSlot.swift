@@ -11,17 +11,27 @@ public final class ProcessorSlot {
     let ports: NodePorts
     public let inputs: [EdgeReader]
     public let outputs: [EdgeWriter]
+    /// Live parameter changes for the node, when it has live parameters.
+    let parameters: ParameterQueue?
+    private let liveNode: (any LiveParameterNode)?
 
     /// The edges as the last step that moved nothing saw them (see `isIdle`), or empty.
     private var idleState: UnsafeMutableBufferPointer<Int>
     private var idleKnown = false
 
-    public init(name: String, node: any ProcessorNode, ports: NodePorts, inputs: [EdgeReader], outputs: [EdgeWriter]) {
+    /// - Parameter parameterWake: posted when a live parameter change is queued (the thread
+    ///   that runs this slot, if it sleeps).
+    public init(
+        name: String, node: any ProcessorNode, ports: NodePorts, inputs: [EdgeReader], outputs: [EdgeWriter],
+        parameterWake: WakeSignal? = nil
+    ) {
         self.name = name
         self.node = node
         self.ports = ports
         self.inputs = inputs
         self.outputs = outputs
+        liveNode = node as? any LiveParameterNode
+        parameters = liveNode == nil ? nil : ParameterQueue(wake: parameterWake)
         idleState = .allocate(capacity: 2 * (inputs.count + outputs.count) + 2)
         idleState.initialize(repeating: 0)
     }
@@ -71,11 +81,19 @@ public final class ProcessorSlot {
     ///   - inputLimit: the most units offered on each input (a test bench varies the split).
     ///   - outputLimit: the most units of room offered on each output.
     public func step(inputLimit: Int = .max, outputLimit: Int = .max) -> Bool {
-        if isIdle(inputLimit: inputLimit, outputLimit: outputLimit) { return false }
-        let moved = move(inputLimit: inputLimit, outputLimit: outputLimit)
+        let changed = applyParameterChanges()
+        if !changed && isIdle(inputLimit: inputLimit, outputLimit: outputLimit) { return false }
+        let moved = move(inputLimit: inputLimit, outputLimit: outputLimit) || changed
         // Noted before the move, so the edges as they are now are known only if nothing moved.
         idleKnown = !moved
         return moved
+    }
+
+    /// Applies the live parameter changes that arrived, from the node's next output frame.
+    private func applyParameterChanges() -> Bool {
+        guard let parameters, let liveNode, parameters.hasPending() else { return false }
+        let frame = outputs.isEmpty ? 0 : outputs[0].writtenUnits.load(ordering: .relaxed)
+        return parameters.applyPending(to: liveNode, atOutputFrame: frame)
     }
 
     private func move(inputLimit: Int, outputLimit: Int) -> Bool {

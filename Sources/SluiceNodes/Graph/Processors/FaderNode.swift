@@ -8,7 +8,10 @@ import SluiceGraph
 /// in continuity and the end of the stream fade out what is held. Drain: the held frames
 /// leave faded out, as before a discontinuity, and a discontinuity marker is emitted where
 /// they end, because the audio really breaks there: what follows fades in.
-public final class FaderNode: ProcessorNode {
+///
+/// Live: `gain` may change while the graph plays; it moves there in a straight line over
+/// `ramp` seconds, from the frame the change is applied at.
+public final class FaderNode: LiveParameterNode {
     public static let type = NodeType(
         NodeDescriptor(
             typeName: "fader", kind: .processor,
@@ -20,15 +23,28 @@ public final class FaderNode: ProcessorNode {
                     "length", .integer(0...48_000), default: .integer(Fader.defaultFadeLength), unit: "frames",
                     summary: "Fade length, and the delay the node adds to look ahead for breaks."),
                 ParameterDescriptor(
-                    "gain", .number(0...4), default: .number(1),
+                    "gain", .number(0...4), default: .number(1), live: true,
                     summary: "Linear gain on everything; 1 leaves samples outside the fades untouched."),
+                ParameterDescriptor(
+                    "ramp", .number(0...10), default: .number(FaderNode.defaultRamp), unit: "s",
+                    summary: "How long a gain change takes while playing, a straight line so it never clicks."),
             ])
     ) { parameters in
-        FaderNode(length: parameters.integer("length"), gain: Float(parameters.double("gain")))
+        FaderNode(
+            length: parameters.integer("length"), gain: Float(parameters.double("gain")),
+            ramp: parameters.double("ramp"))
     }
 
+    /// 20 ms: long enough that no gain change clicks, short enough to feel immediate.
+    public static let defaultRamp = 0.02
+    /// `gain`'s index among the type's parameters, as live changes name it.
+    public static let gainParameter = 1
+
     public let length: Int
+    /// The gain the graph file gave; live changes move the fader's own (`currentGain`).
     public let gain: Float
+    public let ramp: Double
+    private var rampFrames = 0
     private var fader: Fader?
     /// Input frames taken since the stream began: with the fader's output count, says
     /// whether it holds anything.
@@ -37,10 +53,19 @@ public final class FaderNode: ProcessorNode {
     /// and on their way, so a drain has nothing new to shape.
     private var shapedThrough = 0
 
-    public init(length: Int = Fader.defaultFadeLength, gain: Float = 1) {
-        precondition(length >= 0, "a fade cannot be negative")
+    public init(length: Int = Fader.defaultFadeLength, gain: Float = 1, ramp: Double = FaderNode.defaultRamp) {
+        precondition(length >= 0 && ramp >= 0, "a fade or ramp cannot be negative")
         self.length = length
         self.gain = gain
+        self.ramp = ramp
+    }
+
+    /// The gain applied to the next output frame (moving, during a ramp).
+    public var currentGain: Float { fader?.gain ?? gain }
+
+    public func apply(_ change: ParameterChange) {
+        guard change.parameter == Self.gainParameter else { return }
+        fader?.setGain(Float(change.value), rampFrames: rampFrames)
     }
 
     /// The look-ahead: output lags input by the fade length.
@@ -52,11 +77,12 @@ public final class FaderNode: ProcessorNode {
     }
 
     public func prepare(_ context: PrepareContext) throws {
-        guard let input = context.inputFormats.first, case .frames(_, let channels) = input else {
+        guard let input = context.inputFormats.first, case .frames(let rate, let channels) = input else {
             throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
         }
         let fader = Fader(channels: channels, fadeLength: length)
         fader.setGain(gain, rampFrames: 0)
+        rampFrames = Int((ramp * Double(rate)).rounded())
         self.fader = fader
         framesConsumed = 0
         shapedThrough = 0

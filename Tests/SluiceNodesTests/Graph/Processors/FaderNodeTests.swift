@@ -18,11 +18,34 @@ struct FaderNodeTests {
             receive: { fader.receive($0, emitting: &$1) })
     }
 
+    @Test("a live gain change moves from the next output frame in a straight line over `ramp`, without allocating")
+    func liveGainChange() throws {
+        let node = FaderNode(length: 0, gain: 1, ramp: 0.001)  // 48 frames at 48 kHz
+        #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].name == "gain")
+        #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].isLive)
+        #expect(FaderNode.type.descriptor.parameters.filter(\.isLive).map(\.name) == ["gain"])
+        var harness = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
+        harness.feed(Array(repeating: 1, count: 100))
+        harness.run()
+        #expect(harness.frameCount() == 100)
+        harness.countsAllocations = true
+        node.apply(ParameterChange(parameter: FaderNode.gainParameter, value: 0.5))
+        harness.feed(Array(repeating: 1, count: 100))
+        harness.run()
+        let output = harness.output()
+        #expect(output.prefix(100).allSatisfy { $0 == 1 })
+        for index in 0..<48 {
+            #expect(abs(output[100 + index] - (1 - 0.5 * Float(index + 1) / 48)) < 1e-6, "frame \(index) of the ramp")
+        }
+        #expect(output.suffix(52).allSatisfy { $0 == 0.5 })
+        #expect(harness.allocations == 0)
+    }
+
     @Test("descriptor: length in frames and gain, with defaults and ranges")
     func descriptor() throws {
         let descriptor = FaderNode.type.descriptor
         #expect(descriptor.typeName == "fader")
-        #expect(descriptor.parameters.map(\.name) == ["length", "gain"])
+        #expect(descriptor.parameters.map(\.name) == ["length", "gain", "ramp"])
         let length = try #require(descriptor.parameter(named: "length"))
         #expect(length.type == .integer(0...48_000))
         #expect(length.defaultValue == .integer(Fader.defaultFadeLength))

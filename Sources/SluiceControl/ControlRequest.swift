@@ -1,0 +1,137 @@
+import Foundation
+import SluiceGraph
+
+/// One command to a running graph, as a JSON line on the control socket or an OSC message
+/// (docs/control.md has both forms).
+public enum ControlRequest: Sendable, Hashable {
+    /// Changes a live parameter: `{"command":"set","node":"gain","parameter":"gain","value":0.5}`.
+    case set(node: String, parameter: String, value: Double)
+    /// Queues text for a text-driven source (the graph's only one when `node` is nil); it is
+    /// spoken after what is queued before it.
+    case speak(text: String, node: String?)
+    /// Where playback stands: position, underruns, xruns, live parameters.
+    case status
+    /// Every node's live parameters, with their types and units.
+    case parameters
+    /// Fades out and ends the graph; `sluice serve` exits 0.
+    case quit
+
+    /// The command's name, as the JSON form's `command` and the OSC address's last part.
+    public var name: String {
+        switch self {
+        case .set: "set"
+        case .speak: "speak"
+        case .status: "status"
+        case .parameters: "parameters"
+        case .quit: "quit"
+        }
+    }
+}
+
+/// Why a request was refused: a stable code and a sentence naming the problem. The graph
+/// keeps playing.
+public struct ControlError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// The JSON-lines form: one object a line in, one object a line out.
+public enum ControlJSON {
+    /// The longest request line taken; a longer one is refused and skipped to its newline.
+    public static let maximumLineBytes = 64 * 1024
+
+    /// Parses one line. The optional `id` (a string or number) is returned to echo in the
+    /// reply, as JSON-RPC does, so a client can match replies to requests.
+    public static func parse(_ line: some Collection<UInt8>) -> (request: Result<ControlRequest, ControlError>, id: Any?) {
+        let object: [String: Any]
+        do {
+            guard let parsed = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+                return (.failure(ControlError(code: "bad-json", message: "a request is one JSON object a line, like {\"command\":\"status\"}")), nil)
+            }
+            object = parsed
+        } catch {
+            return (.failure(ControlError(
+                code: "bad-json", message: "not JSON: a request is one JSON object a line, like {\"command\":\"status\"}")), nil)
+        }
+        let id = object["id"].flatMap { $0 is String || $0 is NSNumber ? $0 : nil }
+        return (request(from: object), id)
+    }
+
+    static let commands = ["set", "speak", "status", "parameters", "quit"]
+
+    /// A JSON number as a Double; nil for anything else, `true` and `false` included (which
+    /// Foundation may hand over as numbers).
+    private static func number(_ value: Any?) -> Double? {
+        guard let value, type(of: value) != Bool.self else { return nil }
+        if let number = value as? NSNumber {
+            // CFBoolean is an NSNumber too: only true and false report the "c" type.
+            if String(cString: number.objCType) == "c" { return nil }
+            return number.doubleValue
+        }
+        return (value as? Double) ?? (value as? Int).map(Double.init)
+    }
+
+    private static func request(from object: [String: Any]) -> Result<ControlRequest, ControlError> {
+        guard let command = object["command"] as? String else {
+            return .failure(ControlError(
+                code: "no-command", message: "the request has no \"command\"; one of: \(commands.joined(separator: ", "))"))
+        }
+        func string(_ key: String) -> Result<String, ControlError> {
+            guard let value = object[key] as? String, !value.isEmpty else {
+                return .failure(ControlError(code: "missing-field", message: "'\(command)' needs \"\(key)\", a string"))
+            }
+            return .success(value)
+        }
+        switch command {
+        case "set":
+            return string("node").flatMap { node in
+                string("parameter").flatMap { parameter in
+                    guard let value = number(object["value"]) else {
+                        return .failure(ControlError(code: "missing-field", message: "'set' needs \"value\", a number"))
+                    }
+                    return .success(.set(node: node, parameter: parameter, value: value))
+                }
+            }
+        case "speak":
+            return string("text").map { .speak(text: $0, node: object["node"] as? String) }
+        case "status": return .success(.status)
+        case "parameters": return .success(.parameters)
+        case "quit": return .success(.quit)
+        default:
+            let close = closestNames(to: command, among: commands, limit: 1)
+            let hint = close.isEmpty ? "one of: \(commands.joined(separator: ", "))" : "did you mean '\(close[0])'?"
+            return .failure(ControlError(code: "unknown-command", message: "no command '\(command)'; \(hint)"))
+        }
+    }
+
+    /// A reply line (without its newline): `fields` with `ok`, the `command` and the `id`.
+    public static func reply(_ result: Result<[String: any Sendable], ControlError>, command: String?, id: Any?) -> String {
+        var object: [String: Any]
+        switch result {
+        case .success(let fields):
+            object = fields.mapValues { $0 as Any }
+            object["ok"] = true
+        case .failure(let error):
+            object = ["ok": false, "error": ["code": error.code, "message": error.message]]
+        }
+        if let command { object["command"] = command }
+        if let id { object["id"] = id }
+        return encode(object)
+    }
+
+    /// One line of JSON, keys sorted.
+    public static func encode(_ object: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return #"{"error":{"code":"internal","message":"the reply could not be encoded"},"ok":false}"#
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+

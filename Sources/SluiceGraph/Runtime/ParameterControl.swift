@@ -1,0 +1,145 @@
+import Glibc
+
+/// Changes live parameters of a running graph (`LiveRun.parameters`): checks a change against
+/// the node's descriptor, queues it for the thread that runs the node, and waits until that
+/// thread has applied it, to say at which frame.
+///
+/// Threading: [control-thread], from any number of threads at once.
+public final class ParameterControl: Sendable {
+    struct Target: Sendable {
+        let name: String
+        let descriptor: NodeDescriptor
+        let queue: ParameterQueue
+    }
+
+    private let targets: [String: Target]
+    /// Every node in the graph, for "did you mean" and "has no live parameters".
+    private let nodeNames: [String]
+
+    init(runtime: GraphRuntime) {
+        var targets: [String: Target] = [:]
+        for slot in runtime.processors + runtime.cycleProcessors {
+            guard let queue = slot.parameters,
+                let node = runtime.graph.nodes.first(where: { $0.name == slot.name })
+            else { continue }
+            targets[slot.name] = Target(name: slot.name, descriptor: node.descriptor, queue: queue)
+        }
+        self.targets = targets
+        nodeNames = runtime.graph.nodes.map(\.name)
+    }
+
+    /// Where a change was applied.
+    public struct Applied: Sendable, Hashable {
+        public var node: String
+        public var parameter: String
+        public var value: Double
+        /// The node's output frame, counted since its stream began, from which the new value
+        /// holds (a ramp starts there). Nil when the node ran no period within the wait (a
+        /// graph whose audio has stopped): the change is queued and applies when it runs.
+        public var frame: Int?
+    }
+
+    /// The live parameters of each node that has any, by node name.
+    public var liveParameters: [String: [ParameterDescriptor]] {
+        targets.mapValues { $0.descriptor.parameters.filter(\.isLive) }
+    }
+
+    /// Current values are the nodes' own; this only queues changes. Checks `value` and queues
+    /// it; then waits up to `timeout` seconds for the acknowledgement.
+    public func set(node: String, parameter: String, value: ParameterValue, timeout: Double = 1)
+        throws(ParameterControlError) -> Applied
+    {
+        guard let target = targets[node] else {
+            if nodeNames.contains(node) {
+                throw .noLiveParameters(node: node, liveNodes: targets.keys.sorted())
+            }
+            throw .unknownNode(node, suggestions: closestNames(to: node, among: nodeNames))
+        }
+        let parameters = target.descriptor.parameters
+        guard let index = parameters.firstIndex(where: { $0.name == parameter }) else {
+            throw .unknownParameter(
+                node: node, parameter: parameter,
+                suggestions: closestNames(to: parameter, among: parameters.filter(\.isLive).map(\.name)))
+        }
+        let descriptor = parameters[index]
+        guard descriptor.isLive else {
+            throw .notLive(node: node, parameter: parameter, live: parameters.filter(\.isLive).map(\.name))
+        }
+        let number: Double
+        switch value {
+        case .number(let value): number = value
+        case .integer(let value): number = Double(value)
+        default: throw .notANumber(node: node, parameter: parameter, value: value.description)
+        }
+        switch descriptor.type {
+        case .number(let range) where !range.contains(number) || !number.isFinite:
+            throw .outOfRange(node: node, parameter: parameter, value: number, type: descriptor.type)
+        case .integer(let range) where number != number.rounded() || !range.contains(Int(exactly: number) ?? .min):
+            throw .outOfRange(node: node, parameter: parameter, value: number, type: descriptor.type)
+        default:
+            break
+        }
+        guard let sequence = target.queue.send(parameter: index, value: number) else {
+            throw .queueFull(node: node)
+        }
+        var applied = Applied(node: node, parameter: parameter, value: number, frame: nil)
+        let deadline = monotonicSeconds() + timeout
+        while applied.frame == nil {
+            // Acknowledgements arrive in order; a concurrent caller may take this one's, so each
+            // keeps the ones it took in the queue's log.
+            applied.frame = target.queue.acknowledgedFrame(of: sequence)
+            if applied.frame != nil || monotonicSeconds() >= deadline { break }
+            usleep(500)
+        }
+        return applied
+    }
+}
+
+/// Why a live parameter change was refused. The graph keeps playing.
+public enum ParameterControlError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unknownNode(String, suggestions: [String])
+    case noLiveParameters(node: String, liveNodes: [String])
+    case unknownParameter(node: String, parameter: String, suggestions: [String])
+    case notLive(node: String, parameter: String, live: [String])
+    case notANumber(node: String, parameter: String, value: String)
+    case outOfRange(node: String, parameter: String, value: Double, type: ParameterType)
+    case queueFull(node: String)
+
+    /// A stable, machine-readable name, for replies.
+    public var code: String {
+        switch self {
+        case .unknownNode: "unknown-node"
+        case .noLiveParameters: "no-live-parameters"
+        case .unknownParameter: "unknown-parameter"
+        case .notLive: "not-live"
+        case .notANumber: "not-a-number"
+        case .outOfRange: "out-of-range"
+        case .queueFull: "queue-full"
+        }
+    }
+
+    public var description: String {
+        func hint(_ names: [String]) -> String {
+            names.isEmpty ? "" : "; did you mean " + names.map { "'\($0)'" }.joined(separator: " or ") + "?"
+        }
+        func list(_ names: [String]) -> String {
+            names.isEmpty ? "none" : names.map { "'\($0)'" }.joined(separator: ", ")
+        }
+        switch self {
+        case .unknownNode(let node, let suggestions):
+            return "the graph has no node '\(node)'\(hint(suggestions))"
+        case .noLiveParameters(let node, let liveNodes):
+            return "node '\(node)' has no parameter that can change while it plays; nodes that have: \(list(liveNodes))"
+        case .unknownParameter(let node, let parameter, let suggestions):
+            return "node '\(node)' has no parameter '\(parameter)'\(hint(suggestions))"
+        case .notLive(let node, let parameter, let live):
+            return "'\(parameter)' of node '\(node)' is fixed while the graph plays; live ones: \(list(live))"
+        case .notANumber(let node, let parameter, let value):
+            return "'\(parameter)' of node '\(node)' takes a number, not '\(value)'"
+        case .outOfRange(let node, let parameter, let value, let type):
+            return "\(format(value)) is out of range for '\(parameter)' of node '\(node)': it takes a \(type)"
+        case .queueFull(let node):
+            return "node '\(node)' has \(ParameterQueue.capacity) changes waiting; send fewer, or wait for it to run"
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import ArgumentParser
+import Foundation
+import SluiceControl
+import SluiceGraph
+import SluiceJACK
+
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Keep a graph playing, its JACK client and ports up, and take commands while it plays.",
+        discussion: """
+            Commands come from any number of clients at once: `sluice ctl` or any program over \
+            the JSON-lines socket ($XDG_RUNTIME_DIR/sluice/GRAPH.sock, mode 0600), and OSC tools \
+            over UDP with --osc-port (loopback only unless --osc-host says otherwise). Set a live \
+            parameter, speak text through the graph's provider, ask for status, quit. A refused \
+            command is answered with an error and the graph plays on. See docs/control.md.
+
+            The graph runs until `quit`, Ctrl-C or its sources end (a text-driven source stays \
+            open for more text until then). Exit status: 0 after quit or the end, 130 after Ctrl-C.
+            """
+    )
+
+    @Argument(help: "A graph file, or a one-line graph in quotes.")
+    var graph: String
+
+    @Option(name: .long, help: "The control socket's path (default: $XDG_RUNTIME_DIR/sluice/<graph name>.sock).")
+    var control: String?
+
+    @Option(name: .customLong("osc-port"), help: "Also take OSC messages on this UDP port (0: any free port, printed).")
+    var oscPort: Int?
+
+    @Option(name: .customLong("osc-host"), help: "The address the OSC port listens on.")
+    var oscHost = "127.0.0.1"
+
+    @Option(name: .long, help: "The JACK server for jack.sink nodes that name none (default: $JACK_DEFAULT_SERVER, then \"default\").")
+    var server: String?
+
+    @Option(name: .long, help: "Print the run's timings and counters at the end: json.")
+    var stats: StatsFormat?
+
+    @OptionGroup var failures: FailureOptions
+
+    @OptionGroup var plugins: PluginOptions
+
+    func validate() throws {
+        if let oscPort, !(0...65_535).contains(oscPort) {
+            throw ValidationError("--osc-port takes 0…65535, not \(oscPort)")
+        }
+    }
+
+    func run() throws {
+        let compiled = try GraphLoading.compile(
+            graph, options: .init(isLive: true), server: server, trustGraphFolder: plugins.trustGraphFolder)
+        let live = try LiveRun(graph: compiled)
+        let devices = compiled.devices.compactMap { $0 as? JackDevice }
+        let served = ServedGraph(
+            graph: compiled, run: live,
+            extraStatus: {
+                ["xruns": devices.map(\.xruns).reduce(0, +), "jackClients": devices.compactMap(\.lastClientName)]
+            },
+            quit: {
+                for source in compiled.textSources { source.finishText() }
+                live.cancel()
+            })
+        let interrupt = InterruptHandler { live.cancel() }
+        defer { interrupt.stop() }
+
+        let report: RunReport
+        do {
+            let socketPath = control ?? ControlSocketServer.defaultPath(graph: compiled.description.name)
+            let socket = try ControlSocketServer(path: socketPath) { line in
+                let (request, id) = ControlJSON.parse(line)
+                let command = try? request.get().name
+                return ControlJSON.reply(request.flatMap(served.handle), command: command, id: id)
+            }
+            defer { socket.stop() }
+            var osc: OSCServer?
+            if let oscPort { osc = try OSCServer(host: oscHost, port: oscPort, handle: served.handle) }
+            defer { osc?.stop() }
+
+            try live.start()
+            var ready = "serving '\(compiled.description.name)': control socket \(socket.path)"
+            if let osc { ready += ", OSC udp://\(osc.host):\(osc.port)" }
+            printError(ready)
+            report = try live.wait()
+        } catch let error as ControlError {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        } catch {
+            printError("error: \(error)")
+            throw ExitCode(1)
+        }
+        if stats == .json { try StatsOutput.print(report, extra: LivePlayback.jackFigures(compiled)) }
+        // A quit ends the run by cancelling it, as Ctrl-C does, but it is the way out asked for.
+        var ended = report
+        if served.isQuitting && !interrupt.interrupted { ended.cancelled = false }
+        try failures.finish(ended)
+    }
+}
+
+struct CtlCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ctl",
+        abstract: "Send a command to a graph that `sluice serve` runs, and print its reply.",
+        discussion: """
+            sluice ctl set gain gain 0.5        # node, parameter, value
+            sluice ctl speak "Hello." [--node voice]
+            sluice ctl status | parameters | quit
+            sluice ctl --json '{"command":"status"}'
+
+            The reply is one line of JSON on standard output. Exit status 0 when the graph \
+            accepted the command, 1 when it refused it (the reply says why), 2 on a usage error.
+            """
+    )
+
+    @Option(name: .long, help: "The control socket (default: the one `sluice serve` uses for --graph).")
+    var socket: String?
+
+    @Option(name: .customLong("graph"), help: "The served graph's name, to find its default socket.")
+    var graphName: String?
+
+    @Option(name: .long, help: "For speak: the text-driven node to speak through.")
+    var node: String?
+
+    @Option(name: .long, help: "Send this JSON request line as it is.")
+    var json: String?
+
+    @Argument(help: "set NODE PARAMETER VALUE | speak TEXT | status | parameters | quit")
+    var words: [String] = []
+
+    func run() throws {
+        let line = try requestLine()
+        let path = try socket ?? ControlSocketServer.defaultPath(graph: servedGraphName())
+        let reply: String
+        do {
+            reply = try ControlClient.send(line, to: path)
+        } catch {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
+        print(reply)
+        let ok = (try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any])?["ok"] as? Bool
+        if ok != true { throw ExitCode(1) }
+    }
+
+    private func requestLine() throws -> String {
+        if let json {
+            guard words.isEmpty else { throw ValidationError("give either --json or a command, not both") }
+            return json
+        }
+        guard let command = words.first else {
+            throw ValidationError("name a command: set, speak, status, parameters or quit")
+        }
+        var object: [String: Any] = ["command": command]
+        switch command {
+        case "set":
+            guard words.count == 4, let value = Double(words[3]) else {
+                throw ValidationError("usage: sluice ctl set NODE PARAMETER VALUE (a number)")
+            }
+            object["node"] = words[1]
+            object["parameter"] = words[2]
+            object["value"] = value
+        case "speak":
+            guard words.count >= 2 else { throw ValidationError("usage: sluice ctl speak TEXT [--node NODE]") }
+            object["text"] = words.dropFirst().joined(separator: " ")
+            if let node { object["node"] = node }
+        default:
+            guard words.count == 1 else { throw ValidationError("'\(command)' takes no arguments") }
+        }
+        return ControlJSON.encode(object)
+    }
+
+    /// The graph's name: --graph, or the only socket in the default folder.
+    private func servedGraphName() throws -> String {
+        if let graphName { return graphName }
+        let folder = (ControlSocketServer.defaultPath(graph: "x") as NSString).deletingLastPathComponent
+        let sockets = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".sock") }
+        guard sockets.count == 1 else {
+            throw ValidationError(
+                sockets.isEmpty
+                    ? "no served graph found in \(folder): start one with `sluice serve GRAPH`, or give --socket"
+                    : "several graphs are served (\(sockets.sorted().joined(separator: ", "))): give --graph NAME or --socket")
+        }
+        return String(sockets[0].dropLast(".sock".count))
+    }
+}

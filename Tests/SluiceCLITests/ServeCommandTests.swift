@@ -1,0 +1,267 @@
+import Foundation
+import JackTestSupport
+import SluiceTestSupport
+import Testing
+
+/// `sluice serve` and `sluice ctl` against a real JACK server: live parameter changes over the
+/// control socket and over OSC (sent by liblo's own `oscsend`), heard in a JACK recording;
+/// bad requests answered while the graph plays on.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ServeCommandTests {
+    /// A `sluice serve` child process and its control socket.
+    final class Served {
+        let process = Process()
+        let socket: String
+        let errors = Pipe()
+
+        init(graph: URL, socket: String, server: String, extra: [String] = []) throws {
+            self.socket = socket
+            process.executableURL = CommandRunner.productsFolder.appendingPathComponent("sluice")
+            process.arguments = ["serve", graph.path, "--control", socket, "--server", server] + extra
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+        }
+
+        /// The first line serve prints, once it serves (or nil if it exited first).
+        func readyLine(timeout: Double = 20) -> String? {
+            let deadline = Date().addingTimeInterval(timeout)
+            var text = ""
+            let handle = errors.fileHandleForReading
+            while Date() < deadline, !text.contains("\n") {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return nil }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            return text.split(separator: "\n").first.map(String.init)
+        }
+
+        func ctl(_ words: [String]) throws -> (status: Int32, reply: [String: Any]) {
+            let outcome = try CLI.sluice(["ctl", "--socket", socket] + words)
+            let reply = try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any] ?? [:]
+            return (outcome.status, reply)
+        }
+
+        /// Waits for the process to exit; kills it after `timeout`. Returns its status.
+        func wait(timeout: Double = 15) -> Int32 {
+            let deadline = Date().addingTimeInterval(timeout)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { process.terminate(); process.waitUntilExit(); return -1 }
+            return process.terminationStatus
+        }
+
+        deinit { if process.isRunning { process.terminate() } }
+    }
+
+    static let rate = 48_000
+    static let frequency = 440.0
+    static let amplitude = 0.5
+
+    func toneGraph(in folder: TemporaryFolder, connect: String) throws -> URL {
+        try folder.write(
+            """
+            name: serve-tone-\(getpid())
+            nodes:
+              tone: { type: tone, frequency: \(Self.frequency), amplitude: \(Self.amplitude), duration: 60 }
+              level: { type: fader, length: 0, ramp: 0.01 }
+              out: { type: jack.sink, connect: [\(connect)] }
+            links: [tone -> level -> out]
+            """, to: "tone.yaml")
+    }
+
+    @Test("a gain change over the socket is heard from the frame the reply states, by a ramp; OSC from oscsend too")
+    func liveGainChange() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-ear-\(getpid())", channels: 1, capacityFrames: 20 * Self.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: recorder.portNames[0])
+        let served = try Served(
+            graph: graph, socket: folder.file("control.sock").path, server: server.name, extra: ["--osc-port", "0"])
+        let ready = try #require(served.readyLine(), "serve never said it was serving")
+        let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
+
+        #expect(recorder.waitForFrames(Self.rate / 2, timeout: .seconds(10)))
+        let set = try served.ctl(["set", "level", "gain", "0.25"])
+        #expect(set.status == 0, "\(set.reply)")
+        let frame = try #require(set.reply["frame"] as? Int, "no frame in \(set.reply)")
+
+        // oscsend is liblo's own client: an OSC tool nobody here wrote. Half a second later,
+        // so its change lands well after the first one's ramp.
+        usleep(500_000)
+        let osc = try CommandRunner.run(
+            executable: URL(fileURLWithPath: "/usr/bin/oscsend"),
+            ["127.0.0.1", "\(oscPort)", "/sluice/node/level/gain", "f", "0"], timeout: 10)
+        #expect(osc.status == 0, "\(osc.standardError)")
+        // The tone is produced ahead of playback (the sink's buffer); wait until the recording
+        // holds the frame of the first change and a second more.
+        let status = try served.ctl(["status"])
+        let buffered = status.reply["bufferedSeconds"] as? Double ?? 3
+        usleep(UInt32((buffered + 1.5) * 1e6))
+        let quit = try served.ctl(["quit"])
+        #expect(quit.status == 0)
+        #expect(served.wait() == 0, "serve did not exit 0 after quit")
+        recorder.stop()
+
+        let samples = recorder.samples(channel: 0)
+        // The tone starts at sin(0) = 0: its frame 1 is the recording's first non-zero sample.
+        let first = try #require(samples.firstIndex { $0 != 0 }) - 1
+        let ramp = Int(0.01 * Double(Self.rate))
+        #expect(samples.count - first > frame + ramp + Self.rate / 10, "the recording ends before the change")
+        let omega = 2 * Double.pi * Self.frequency / Double(Self.rate)
+        func tone(_ n: Int) -> Double { Self.amplitude * sin(omega * Double(n)) }
+        var worst = (before: 0.0, ramp: 0.0, after: 0.0)
+        for n in 0..<min(frame + ramp + Self.rate / 10, samples.count - first) {
+            let heard = Double(samples[first + n])
+            if n < frame {
+                worst.before = max(worst.before, abs(heard - tone(n)))
+            } else if n < frame + ramp {
+                // A straight line from 1 to 0.25 over the ramp.
+                let gain = 1 - 0.75 * Double(n - frame + 1) / Double(ramp)
+                worst.ramp = max(worst.ramp, abs(heard - gain * tone(n)))
+            } else {
+                worst.after = max(worst.after, abs(heard - 0.25 * tone(n)))
+            }
+        }
+        #expect(worst.before < 1e-4, "before the stated frame the level was not the old one: \(worst)")
+        #expect(worst.ramp < 1e-3, "the ramp is not a straight line from the stated frame: \(worst)")
+        #expect(worst.after < 1e-4, "after the ramp the level is not the new one: \(worst)")
+        // No step steeper than the tone's own: the change never clicks.
+        let slope = Self.amplitude * omega * 1.01
+        var steepest = 0.0
+        for n in (first + 1)..<samples.count { steepest = max(steepest, Double(abs(samples[n] - samples[n - 1]))) }
+        #expect(steepest <= slope, "a step of \(steepest) against the tone's \(slope)")
+        // The OSC change to 0 was applied too: the recording ends in silence.
+        #expect(samples.suffix(Self.rate / 10).allSatisfy { abs($0) < 1e-6 }, "the OSC gain change to 0 was not heard")
+    }
+
+    @Test("malformed and wrong requests are answered with errors while the graph plays on")
+    func badRequestsAreAnswered() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: "none")
+        let served = try Served(
+            graph: graph, socket: folder.file("control.sock").path, server: server.name, extra: ["--osc-port", "0"])
+        let ready = try #require(served.readyLine())
+        let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) })
+
+        let cases: [([String], String)] = [
+            (["--json", "not json"], "bad-json"),
+            (["--json", "[1,2]"], "bad-json"),
+            (["--json", #"{"nothing":1}"#], "no-command"),
+            (["--json", #"{"command":"stauts"}"#], "unknown-command"),
+            (["set", "levle", "gain", "1"], "unknown-node"),
+            (["set", "tone", "frequency", "1"], "no-live-parameters"),
+            (["set", "level", "gian", "1"], "unknown-parameter"),
+            (["set", "level", "length", "1"], "not-live"),
+            (["set", "level", "gain", "5"], "out-of-range"),
+            (["--json", #"{"command":"set","node":"level","parameter":"gain","value":true}"#], "missing-field"),
+            (["--json", #"{"command":"set","node":"level","parameter":"gain","value":"loud"}"#], "missing-field"),
+            (["speak", "hello"], "no-speaker"),
+        ]
+        for (words, code) in cases {
+            let outcome = try served.ctl(words)
+            #expect(outcome.status == 1, "\(words)")
+            let error = outcome.reply["error"] as? [String: Any]
+            #expect(error?["code"] as? String == code, "\(words): \(outcome.reply)")
+        }
+        let suggestion = try served.ctl(["set", "levle", "gain", "1"]).reply["error"] as? [String: Any]
+        #expect((suggestion?["message"] as? String)?.contains("did you mean 'level'?") == true)
+
+        // Thousands of random datagrams and lines on one connection each: every one answered.
+        var generator = SeededGenerator(seed: 7)
+        let socket = try UDPClient(port: oscPort)
+        var oscErrors = 0
+        for index in 0..<2_000 {
+            var bytes = (0..<Int.random(in: 1...64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            if index % 3 == 0 { bytes = Array("/sluice/node/level/gain\0\0,s\0\0x\0\0\0".utf8) }
+            if index % 3 == 1 { bytes = Array("/sluice/nope\0\0\0\0,\0\0\0".utf8) }
+            if let reply = socket.exchange(bytes), reply.starts(with: Array("/sluice/error".utf8)) { oscErrors += 1 }
+        }
+        #expect(oscErrors == 2_000, "\(2_000 - oscErrors) malformed OSC datagrams were not answered with an error")
+
+        var lines = ""
+        for _ in 0..<2_000 {
+            let length = Int.random(in: 1...80, using: &generator)
+            lines += String((0..<length).map { _ in Character(UnicodeScalar(UInt8.random(in: 0x20...0x7e, using: &generator))) }) + "\n"
+        }
+        let replies = try UnixLineClient.exchange(lines, socket: served.socket, expecting: 2_000)
+        #expect(replies.count == 2_000)
+        #expect(replies.allSatisfy { $0.contains(#""ok":false"#) })
+
+        let status = try served.ctl(["status"])
+        #expect(status.reply["state"] as? String == "playing", "\(status.reply)")
+        #expect(status.reply["underruns"] as? Int == 0)
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+    }
+}
+
+/// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
+final class UDPClient {
+    let descriptor: Int32
+    var destination = sockaddr_in()
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        destination.sin_family = sa_family_t(AF_INET)
+        destination.sin_port = in_port_t(UInt16(port)).bigEndian
+        destination.sin_addr.s_addr = inet_addr("127.0.0.1")
+    }
+
+    deinit { close(descriptor) }
+
+    func exchange(_ bytes: [UInt8]) -> [UInt8]? {
+        // SAFETY: `destination` is a complete sockaddr_in.
+        let sent = withUnsafePointer(to: &destination) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(descriptor, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard sent == bytes.count else { return nil }
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 2_000) > 0 else { return nil }
+        var reply = [UInt8](repeating: 0, count: 65_536)
+        let count = reply.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? Array(reply[0..<count]) : nil
+    }
+}
+
+/// Writes lines to a Unix socket and reads a reply line for each.
+enum UnixLineClient {
+    static func exchange(_ text: String, socket path: String, expecting count: Int) throws -> [String] {
+        let handle = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(handle) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+        // SAFETY: a complete sockaddr_un.
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(handle, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw CocoaError(.fileNoSuchFile) }
+        // Write and read at once: the replies must not fill the socket while we still write.
+        let bytes = Array(text.utf8)
+        let writer = Thread {
+            var sent = 0
+            while sent < bytes.count {
+                let n = bytes[sent...].withUnsafeBytes { send(handle, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return }
+                sent += n
+            }
+        }
+        writer.start()
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let deadline = Date().addingTimeInterval(30)
+        while received.filter({ $0 == 0x0a }).count < count, Date() < deadline {
+            var poller = pollfd(fd: handle, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 1_000) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(handle, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            received.append(contentsOf: buffer[0..<n])
+        }
+        return String(decoding: received, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}
