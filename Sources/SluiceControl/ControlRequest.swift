@@ -13,6 +13,10 @@ public enum ControlRequest: Sendable, Hashable {
     case status
     /// Every node's live parameters, with their types and units.
     case parameters
+    /// Fades out and holds (silence; nothing torn down, nothing dropped) until `resume`.
+    case pause
+    /// Goes on where the pause stopped, fading in.
+    case resume
     /// Fades out and ends the graph; `sluice serve` exits 0.
     case quit
 
@@ -23,6 +27,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .speak: "speak"
         case .status: "status"
         case .parameters: "parameters"
+        case .pause: "pause"
+        case .resume: "resume"
         case .quit: "quit"
         }
     }
@@ -64,7 +70,7 @@ public enum ControlJSON {
         return (request(from: object), id)
     }
 
-    static let commands = ["set", "speak", "status", "parameters", "quit"]
+    static let commands = ["set", "speak", "status", "parameters", "pause", "resume", "quit"]
 
     /// A JSON number as a Double; nil for anything else, `true` and `false` included (which
     /// Foundation may hand over as numbers).
@@ -103,6 +109,8 @@ public enum ControlJSON {
             return string("text").map { .speak(text: $0, node: object["node"] as? String) }
         case "status": return .success(.status)
         case "parameters": return .success(.parameters)
+        case "pause": return .success(.pause)
+        case "resume": return .success(.resume)
         case "quit": return .success(.quit)
         default:
             let close = closestNames(to: command, among: commands, limit: 1)

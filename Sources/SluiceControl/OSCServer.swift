@@ -9,7 +9,7 @@ import Synchronization
 /// Address space (docs/control.md):
 /// - `/sluice/node/<node>/<parameter> f|d|i|h` sets a live parameter;
 /// - `/sluice/speak s [s]` queues text (for the node named by the second string);
-/// - `/sluice/status`, `/sluice/parameters`, `/sluice/quit`.
+/// - `/sluice/status`, `/sluice/parameters`, `/sluice/pause`, `/sluice/resume`, `/sluice/quit`.
 ///
 /// Each message is answered to its sender: `/sluice/reply s:command s:json-fields`, or
 /// `/sluice/error s:address s:code s:message`. A malformed datagram (not OSC, a bundle, an
@@ -163,12 +163,17 @@ public final class OSCServer: @unchecked Sendable {
                 return (address, .success(.speak(text: text, node: node)))
             }
             return (address, .success(.speak(text: text, node: nil)))
-        case "/sluice/status", "/sluice/parameters", "/sluice/quit":
+        case "/sluice/status", "/sluice/parameters", "/sluice/pause", "/sluice/resume", "/sluice/quit":
             guard types.isEmpty else { return wrongArguments("no arguments") }
-            let request: ControlRequest = address == "/sluice/status" ? .status : address == "/sluice/quit" ? .quit : .parameters
-            return (address, .success(request))
+            let requests: [String: ControlRequest] = [
+                "status": .status, "parameters": .parameters, "pause": .pause, "resume": .resume, "quit": .quit,
+            ]
+            return (address, .success(requests[String(address.dropFirst("/sluice/".count))]!))
         default:
-            let known = ["/sluice/node/<node>/<parameter>", "/sluice/speak", "/sluice/status", "/sluice/parameters", "/sluice/quit"]
+            let known = [
+                "/sluice/node/<node>/<parameter>", "/sluice/speak", "/sluice/status", "/sluice/parameters",
+                "/sluice/pause", "/sluice/resume", "/sluice/quit",
+            ]
             return (address, .failure(ControlError(
                 code: "osc-unknown-address", message: "no OSC address '\(address)'; addresses: \(known.joined(separator: ", "))")))
         }

@@ -62,6 +62,7 @@ public final class ServedGraph: Sendable {
                 "graph": graphName, "state": "\(status.state)", "position": status.position,
                 "bufferedSeconds": status.bufferedSeconds,
                 "underruns": run.playheads.map(\.underruns).reduce(0, +),
+                "paused": run.isPaused,
             ]
             fields.merge(extraStatus()) { _, new in new }
             return .success(fields)
@@ -75,6 +76,12 @@ public final class ServedGraph: Sendable {
                 }
             }
             return .success(["nodes": nodes, "speakers": speakerNames])
+        case .pause:
+            run.pause()
+            return .success([:])
+        case .resume:
+            run.resume()
+            return .success([:])
         case .quit:
             if !quitting.exchange(true, ordering: .acquiringAndReleasing) { quit() }
             return .success([:])

@@ -12,7 +12,7 @@ struct ServeCommand: ParsableCommand {
             Commands come from any number of clients at once: `sluice ctl` or any program over \
             the JSON-lines socket ($XDG_RUNTIME_DIR/sluice/GRAPH.sock, mode 0600), and OSC tools \
             over UDP with --osc-port (loopback only unless --osc-host says otherwise). Set a live \
-            parameter, speak text through the graph's provider, ask for status, quit. A refused \
+            parameter, speak text through the graph's provider, pause and resume, ask for status, quit. A refused \
             command is answered with an error and the graph plays on. See docs/control.md.
 
             The graph runs until `quit`, Ctrl-C or its sources end (a text-driven source stays \
@@ -105,7 +105,7 @@ struct CtlCommand: ParsableCommand {
         discussion: """
             sluice ctl set gain gain 0.5        # node, parameter, value
             sluice ctl speak "Hello." [--node voice]
-            sluice ctl status | parameters | quit
+            sluice ctl status | parameters | pause | resume | quit
             sluice ctl --json '{"command":"status"}'
 
             The reply is one line of JSON on standard output. Exit status 0 when the graph \
@@ -125,7 +125,7 @@ struct CtlCommand: ParsableCommand {
     @Option(name: .long, help: "Send this JSON request line as it is.")
     var json: String?
 
-    @Argument(help: "set NODE PARAMETER VALUE | speak TEXT | status | parameters | quit")
+    @Argument(help: "set NODE PARAMETER VALUE | speak TEXT | status | parameters | pause | resume | quit")
     var words: [String] = []
 
     func run() throws {
@@ -149,7 +149,7 @@ struct CtlCommand: ParsableCommand {
             return json
         }
         guard let command = words.first else {
-            throw ValidationError("name a command: set, speak, status, parameters or quit")
+            throw ValidationError("name a command: set, speak, status, parameters, pause, resume or quit")
         }
         var object: [String: Any] = ["command": command]
         switch command {

@@ -68,11 +68,31 @@ import Testing
             """, to: "tone.yaml")
     }
 
+    /// Runs `attempt` up to three times: a recording that differs from what was expected
+    /// proves nothing after an xrun (a late client on a loaded machine without real-time
+    /// scheduling costs the recording a period) and is tried again; one that differs without
+    /// an xrun fails at once.
+    func withoutXruns(_ attempt: (Int) throws -> (problems: [String], xruns: Int)) throws {
+        for number in 1...3 {
+            let outcome = try attempt(number)
+            if outcome.problems.isEmpty { return }
+            if outcome.xruns == 0 {
+                for problem in outcome.problems { Issue.record(Comment(rawValue: problem)) }
+                return
+            }
+        }
+        Issue.record("xruns spoiled all 3 attempts; is the machine overloaded?")
+    }
+
     @Test("a gain change over the socket is heard from the frame the reply states, by a ramp; OSC from oscsend too")
     func liveGainChange() throws {
+        try withoutXruns { attempt in try recordGainChange(attempt: attempt) }
+    }
+
+    private func recordGainChange(attempt: Int) throws -> (problems: [String], xruns: Int) {
         let server = try JackTestServer.shared()
         let recorder = try JackRecorder(
-            server: server.name, clientName: "serve-ear-\(getpid())", channels: 1, capacityFrames: 20 * Self.rate)
+            server: server.name, clientName: "serve-ear-\(getpid())-\(attempt)", channels: 1, capacityFrames: 20 * Self.rate)
         defer { recorder.stop() }
         try recorder.start()
         let folder = TemporaryFolder()
@@ -104,15 +124,18 @@ import Testing
         #expect(served.wait() == 0, "serve did not exit 0 after quit")
         recorder.stop()
 
+        var problems: [String] = []
         let samples = recorder.samples(channel: 0)
         // The tone starts at sin(0) = 0: its frame 1 is the recording's first non-zero sample.
         let first = try #require(samples.firstIndex { $0 != 0 }) - 1
         let ramp = Int(0.01 * Double(Self.rate))
-        #expect(samples.count - first > frame + ramp + Self.rate / 10, "the recording ends before the change")
+        guard samples.count - first > frame + ramp + Self.rate / 10 else {
+            return (["the recording ends before the change"], recorder.xruns)
+        }
         let omega = 2 * Double.pi * Self.frequency / Double(Self.rate)
         func tone(_ n: Int) -> Double { Self.amplitude * sin(omega * Double(n)) }
         var worst = (before: 0.0, ramp: 0.0, after: 0.0)
-        for n in 0..<min(frame + ramp + Self.rate / 10, samples.count - first) {
+        for n in 0..<(frame + ramp + Self.rate / 10) {
             let heard = Double(samples[first + n])
             if n < frame {
                 worst.before = max(worst.before, abs(heard - tone(n)))
@@ -124,16 +147,91 @@ import Testing
                 worst.after = max(worst.after, abs(heard - 0.25 * tone(n)))
             }
         }
-        #expect(worst.before < 1e-4, "before the stated frame the level was not the old one: \(worst)")
-        #expect(worst.ramp < 1e-3, "the ramp is not a straight line from the stated frame: \(worst)")
-        #expect(worst.after < 1e-4, "after the ramp the level is not the new one: \(worst)")
+        if worst.before >= 1e-4 { problems.append("before the stated frame the level was not the old one: \(worst)") }
+        if worst.ramp >= 1e-3 { problems.append("the ramp is not a straight line from the stated frame: \(worst)") }
+        if worst.after >= 1e-4 { problems.append("after the ramp the level is not the new one: \(worst)") }
         // No step steeper than the tone's own: the change never clicks.
         let slope = Self.amplitude * omega * 1.01
         var steepest = 0.0
         for n in (first + 1)..<samples.count { steepest = max(steepest, Double(abs(samples[n] - samples[n - 1]))) }
-        #expect(steepest <= slope, "a step of \(steepest) against the tone's \(slope)")
+        if steepest > slope { problems.append("a step of \(steepest) against the tone's \(slope)") }
         // The OSC change to 0 was applied too: the recording ends in silence.
-        #expect(samples.suffix(Self.rate / 10).allSatisfy { abs($0) < 1e-6 }, "the OSC gain change to 0 was not heard")
+        if !samples.suffix(Self.rate / 10).allSatisfy({ abs($0) < 1e-6 }) {
+            problems.append("the OSC gain change to 0 was not heard")
+        }
+        return (problems, recorder.xruns)
+    }
+
+    @Test("pause, then resume: silence entered and left with fades, nothing lost or repeated")
+    func pauseAndResume() throws {
+        try withoutXruns { attempt in try recordPause(attempt: attempt) }
+    }
+
+    private func recordPause(attempt: Int) throws -> (problems: [String], xruns: Int) {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-pause-ear-\(getpid())-\(attempt)", channels: 1,
+            capacityFrames: 20 * Self.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: recorder.portNames[0])
+        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine())
+        #expect(recorder.waitForFrames(Self.rate / 2, timeout: .seconds(10)))
+
+        #expect(try served.ctl(["pause"]).status == 0)
+        usleep(100_000)
+        let paused = try served.ctl(["status"]).reply
+        #expect(paused["paused"] as? Bool == true, "\(paused)")
+        usleep(400_000)
+        #expect(try served.ctl(["resume"]).status == 0)
+        usleep(500_000)
+        #expect(try served.ctl(["status"]).reply["paused"] as? Bool == false)
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        recorder.stop()
+
+        let samples = recorder.samples(channel: 0)
+        let first = try #require(samples.firstIndex { $0 != 0 }) - 1
+        // The gap: the longest run of exact zeros after the start (a pause of about 0.5 s;
+        // a sine sampled at 440 Hz has no run of zeros longer than one sample).
+        var gap = (start: 0, length: 0)
+        var run = (start: 0, length: 0)
+        for index in (first + 2)..<samples.count {
+            if samples[index] == 0 {
+                if run.length == 0 { run.start = index }
+                run.length += 1
+                if run.length > gap.length { gap = run }
+            } else {
+                run.length = 0
+            }
+        }
+        guard gap.length > Self.rate / 4 else {
+            return (["no pause in the recording: longest silence \(gap.length) frames"], recorder.xruns)
+        }
+        // The recording without the gap is the tone, frame for frame, but for the two fades
+        // (5 ms each, where the level only ever falls below the tone's).
+        let joined = Array(samples[first..<gap.start]) + Array(samples[(gap.start + gap.length)...])
+        let fade = max(16, Self.rate / 200)
+        let pauseAt = gap.start - first
+        let omega = 2 * Double.pi * Self.frequency / Double(Self.rate)
+        var worst = 0.0
+        var louder = 0
+        let end = joined.lastIndex { $0 != 0 } ?? 0
+        for n in 0..<max(0, end - fade) {
+            let expected = Self.amplitude * sin(omega * Double(n))
+            let heard = Double(joined[n])
+            if n >= pauseAt - fade && n < pauseAt + fade {
+                if abs(heard) > abs(expected) + 1e-5 { louder += 1 }
+            } else {
+                worst = max(worst, abs(heard - expected))
+            }
+        }
+        var problems: [String] = []
+        if worst >= 1e-4 { problems.append("outside the fades the recording is not the tone with the gap removed: \(worst)") }
+        if louder > 0 { problems.append("\(louder) frames of the fades louder than the tone") }
+        return (problems, recorder.xruns)
     }
 
     @Test("malformed and wrong requests are answered with errors while the graph plays on")

@@ -68,6 +68,23 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         }
     }
 
+    /// [any-thread] Fades every sink out within its fade and holds: silence, nothing taken
+    /// from the graph (backpressure holds the sources), nothing torn down, until `resume`.
+    public func pause() {
+        for sink in runtime.sinks { sink.playhead.pause() }
+    }
+
+    /// [any-thread] Ends a pause: playback goes on where it stopped, fading in.
+    public func resume() {
+        for sink in runtime.sinks {
+            sink.playhead.resume()
+            sink.playhead.dataArrived.post()
+        }
+    }
+
+    /// True while every sink holds a pause.
+    public var isPaused: Bool { runtime.sinks.allSatisfy(\.playhead.isPaused) && !runtime.sinks.isEmpty }
+
     /// [any-thread] Fades out, stops the sources and ends the run.
     public func cancel() {
         cancelRequested.store(true, ordering: .releasing)

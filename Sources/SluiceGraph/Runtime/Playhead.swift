@@ -38,6 +38,9 @@ public final class Playhead: @unchecked Sendable {
     // Written by the control side, read by the device thread.
     private let watermarkValue: Atomic<Int>
     private let cancelRequested = Atomic<Bool>(false)
+    private let pauseRequested = Atomic<Bool>(false)
+    /// Set by the device thread once a pause has faded out, cleared on resume.
+    private let pausedValue = Atomic<Bool>(false)
     /// Monotonic wall seconds, as bits, when the first audio was rendered; 0 before.
     private let firstAudioWallBits = Atomic<UInt64>(0)
 
@@ -61,6 +64,8 @@ public final class Playhead: @unchecked Sendable {
     private var endPosition = Int.max
     private var fadeInRemaining = 0
     private var hasStarted = false
+    /// Device-thread: a pause has begun (faded out) and playback holds.
+    private var holding = false
     private let wake: WakeSignal?
     /// Woken when an event is posted, so whoever follows the events (a live run's control
     /// thread) can sleep between them instead of polling. Events are rare: starts, underruns,
@@ -146,6 +151,22 @@ public final class Playhead: @unchecked Sendable {
         cancelRequested.store(true, ordering: .releasing)
     }
 
+    /// Asks the playhead to fade out within `fadeFrames` and hold: it plays silence and takes
+    /// nothing more from its edge (so backpressure holds everything upstream) until `resume`.
+    /// Nothing is torn down and nothing is dropped: the frames of the fade are the stream's
+    /// next frames, and playback resumes at the frame after them.
+    public func pause() {
+        pauseRequested.store(true, ordering: .releasing)
+    }
+
+    /// Ends a pause: playback goes on from where it stopped, fading in over `fadeFrames`.
+    public func resume() {
+        pauseRequested.store(false, ordering: .releasing)
+    }
+
+    /// True while a pause holds (after its fade-out, until `resume`).
+    public var isPaused: Bool { pausedValue.load(ordering: .acquiring) }
+
     // MARK: Device side
 
     /// Posted by the graph whenever audio or markers reach the sink's edge; a device that
@@ -199,6 +220,15 @@ public final class Playhead: @unchecked Sendable {
             return true
         }
 
+        if pauseRequested.load(ordering: .acquiring) {
+            return renderPause(into: output, frames: frames, deviceStart: deviceStart, playing: current == .playing, available: available)
+        }
+        if holding {
+            holding = false
+            pausedValue.store(false, ordering: .releasing)
+            if current == .playing { fadeInRemaining = fadeFrames }
+        }
+
         if current == .buffering {
             let watermark = max(watermarkValue.load(ordering: .relaxed), 1)
             // Full of markers counts as full of audio: the source cannot send more until
@@ -230,6 +260,35 @@ public final class Playhead: @unchecked Sendable {
             return renderPlaying(into: output + silent * channels, frames: frames - silent, deviceStart: deviceStart + silent, available: available)
         }
         return renderPlaying(into: output, frames: frames, deviceStart: deviceStart, available: available)
+    }
+
+    /// [audio-thread] A pause: the first period fades out what plays (the stream's next
+    /// frames, within `fadeFrames`), then silence, taking nothing, until resumed.
+    private func renderPause(
+        into output: UnsafeMutablePointer<Float>, frames: Int, deviceStart: Int, playing: Bool, available: Int
+    ) -> Bool {
+        var written = 0
+        if !holding {
+            holding = true
+            if playing && prerollRemaining == 0 {
+                // A fade already under way goes on as the fade-out's starting gain would
+                // otherwise jump: both apply, so the gain only ever falls.
+                written = take(min(available, fadeFrames, frames), into: output)
+                if fadeInRemaining > 0 {
+                    let length = min(fadeInRemaining, written)
+                    applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
+                    fadeInRemaining = 0
+                }
+                applyFade(output, frames: written, fadingIn: false, offset: 0, length: written)
+            }
+            pausedValue.store(true, ordering: .releasing)
+        }
+        silence(output + written * channels, frames: frames - written)
+        if streamFramesValue.load(ordering: .relaxed) >= endPosition {
+            finish(.finished, deviceFrame: deviceStart + written)
+            return true
+        }
+        return false
     }
 
     /// [audio-thread] The playing state's part of `render`.
