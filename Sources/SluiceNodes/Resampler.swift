@@ -156,8 +156,17 @@ public final class Resampler {
     public private(set) var outputFramesProduced = 0
     /// True once the end of the stream has been received and every output frame emitted.
     public var isFinished: Bool {
-        endOfInput && (state == nil || flushed) && outputFramesProduced >= finalOutputFrames
+        endOfInput && !segmentEnding && (state == nil || flushed) && outputFramesProduced >= finalOutputFrames
     }
+
+    /// Where the current segment began. A discontinuity ends a segment: the converter is
+    /// flushed to the segment's exact length (as at the end of the stream), so nothing of it
+    /// waits in the filter for audio that may come much later (the next reply), and the next
+    /// segment starts with a fresh converter.
+    private var segmentInputStart = 0
+    private var segmentOutputStart = 0
+    /// A discontinuity was received: no input is taken until the segment is flushed.
+    private var segmentEnding = false
 
     private let state: Converter?
     private var endOfInput = false
@@ -217,11 +226,11 @@ public final class Resampler {
         stagedOutput.deallocate()
     }
 
-    /// The output frame that input frame `position` becomes.
-    @inlinable
+    /// The output frame that input frame `position` (of the current segment, or later)
+    /// becomes.
     public func outputPosition(forInputPosition position: Int) -> Int {
-        // Integer arithmetic: round-half-up of position × outputRate / inputRate.
-        (position * outputRate * 2 + inputRate) / (inputRate * 2)
+        // Integer arithmetic: round-half-up of the segment's frames × outputRate / inputRate.
+        segmentOutputStart + ((position - segmentInputStart) * outputRate * 2 + inputRate) / (inputRate * 2)
     }
 
     /// Resamples as much of `input` as fits in `output`.
@@ -242,7 +251,11 @@ public final class Resampler {
         while true {
             produced += emitStaged(into: target + produced * channels, room: room - produced)
             var progressed = false
-            if stagedInputFrames < blockFrames && consumed < inputFrames, let source = input.baseAddress {
+            if segmentEnding && flushed && outputFramesProduced >= finalOutputFrames {
+                startNextSegment(state)
+                progressed = true
+            }
+            if !endOfInput && stagedInputFrames < blockFrames && consumed < inputFrames, let source = input.baseAddress {
                 let taken = min(blockFrames - stagedInputFrames, inputFrames - consumed)
                 (stagedInput + stagedInputFrames * channels).update(
                     from: source + consumed * channels, count: taken * channels)
@@ -264,8 +277,31 @@ public final class Resampler {
     /// Takes a marker whose position the input has reached and emits it restamped. The end of
     /// the stream starts the flush.
     public func receive(_ marker: Marker, emitting batch: inout MarkerBatch) {
-        if case .endOfStream = marker.event { endOfInput = true }
+        switch marker.event {
+        case .endOfStream:
+            endOfInput = true
+            segmentEnding = false
+        case .discontinuity where state != nil && !endOfInput:
+            endOfInput = true
+            segmentEnding = true
+        default:
+            break
+        }
         batch.append(marker.moved(to: outputPosition(forInputPosition: marker.position)))
+    }
+
+    /// After a discontinuity's flush: the next segment starts where this one ended, with the
+    /// converter's history cleared.
+    private func startNextSegment(_ state: Converter) {
+        state.reset()
+        segmentInputStart = inputFramesConsumed
+        segmentOutputStart = outputFramesProduced
+        endOfInput = false
+        flushed = false
+        segmentEnding = false
+        // What the converter made past the segment's exact length is dropped, as at the end.
+        stagedOutputStart = 0
+        stagedOutputFrames = 0
     }
 
     /// Forgets the stream and its filter history.
@@ -273,6 +309,9 @@ public final class Resampler {
         state?.reset()
         endOfInput = false
         flushed = false
+        segmentEnding = false
+        segmentInputStart = 0
+        segmentOutputStart = 0
         inputFramesConsumed = 0
         outputFramesProduced = 0
         converterFramesConsumed = 0

@@ -219,6 +219,11 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
     }
 
+    /// Every planned utterance has ended and none is under way.
+    public var hasSpokenAllText: Bool {
+        !inUtterance && plan.withLock { Int(utterance) >= $0.utterances.count }
+    }
+
     public func finishText() {
         textLock.withLock { _ in vtable.pointee.end_text!(instance) }
     }

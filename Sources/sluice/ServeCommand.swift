@@ -52,6 +52,7 @@ struct ServeCommand: ParsableCommand {
         let compiled = try GraphLoading.compile(
             graph, options: .init(isLive: true), server: server, trustGraphFolder: plugins.trustGraphFolder)
         let live = try LiveRun(graph: compiled)
+        live.marksGapsBetweenReplies()
         let devices = compiled.devices.compactMap { $0 as? JackDevice }
         let served = ServedGraph(
             graph: compiled, run: live,

@@ -234,6 +234,71 @@ import Testing
         return (problems, recorder.xruns)
     }
 
+    @Test("three replies from two clients play in order through the same ports, recorded by one connection")
+    func repliesFromTwoClients() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-speech-ear-\(getpid())", channels: 2, capacityFrames: 30 * Self.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let client = "serve-speech-\(getpid())"
+        var graph = try String(contentsOf: CLI.graphsFolder.appendingPathComponent("speak.yaml"), encoding: .utf8)
+        graph = graph.replacingOccurrences(
+            of: "{ type: jack.sink, client: sluice-speak, connect: auto }",
+            with: "{ type: jack.sink, client: \(client), connect: [\(recorder.portNames.joined(separator: ", "))] }")
+        let served = try Served(
+            graph: try folder.write(graph, to: "speak.yaml"), socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+        let ports = try server.ports(matching: "^\(client):")
+        #expect(ports.count == 2, "\(ports)")
+
+        // Two clients, each on a connection of its own that stays open; replies alternate.
+        let texts = ["One.", "This is the second reply, and it is much longer than the others.", "Three, three."]
+        let first = try UnixLineConnection(socket: served.socket)
+        let second = try UnixLineConnection(socket: served.socket)
+        for (index, text) in texts.enumerated() {
+            let connection = index % 2 == 0 ? first : second
+            let before = try served.ctl(["status"]).reply["position"] as? Double ?? 0
+            let reply = try connection.exchange(ControlLine.speak(text))
+            #expect(reply.contains(#""ok":true"#), "\(reply)")
+            // Wait for the reply to play out: heard, and the playhead back to waiting for text.
+            var waited = 0
+            var done = false
+            repeat {
+                usleep(100_000)
+                waited += 1
+                let now = try served.ctl(["status"]).reply
+                done = (now["position"] as? Double ?? 0) > before + 0.2 && (now["bufferedSeconds"] as? Double ?? 1) < 0.001
+                    && now["state"] as? String == "buffering"
+            } while waited < 150 && !done
+            #expect(done, "reply \(index + 1) did not play out")
+            usleep(700_000)  // a gap the recording shows between replies
+            #expect(try server.ports(matching: "^\(client):") == ports, "the client's ports changed between replies")
+            #expect(try server.connections(of: ports[0]) == [recorder.portNames[0]])
+        }
+        let status = try served.ctl(["status"]).reply
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        recorder.stop()
+
+        // Three stretches of speech, in the order sent: the long one in the middle.
+        let samples = recorder.samples(channel: 0)
+        var spans: [(start: Int, length: Int)] = []
+        var lastSound = -Self.rate
+        for (index, sample) in samples.enumerated() where abs(sample) > 1e-4 {
+            if index - lastSound > Self.rate / 2 { spans.append((index, 0)) }
+            spans[spans.count - 1].length = index - spans[spans.count - 1].start + 1
+            lastSound = index
+        }
+        #expect(spans.count == 3, "\(spans.count) stretches of speech: \(spans)")
+        if spans.count == 3 {
+            #expect(spans[1].length > 2 * spans[0].length && spans[1].length > 2 * spans[2].length, "\(spans)")
+            #expect(spans[2].length > spans[0].length, "\(spans)")
+        }
+        #expect(status["underruns"] as? Int == 0 || (status["xruns"] as? Int ?? 0) > 0, "\(status)")
+    }
+
     @Test("malformed and wrong requests are answered with errors while the graph plays on")
     func badRequestsAreAnswered() throws {
         let server = try JackTestServer.shared()
@@ -323,6 +388,48 @@ final class UDPClient {
         var reply = [UInt8](repeating: 0, count: 65_536)
         let count = reply.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
         return count > 0 ? Array(reply[0..<count]) : nil
+    }
+}
+
+/// A control request line.
+enum ControlLine {
+    static func speak(_ text: String) -> String {
+        let data = try! JSONSerialization.data(withJSONObject: ["command": "speak", "text": text])
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// One connection to a control socket that stays open: a line out, a line back.
+final class UnixLineConnection {
+    let handle: Int32
+
+    init(socket path: String) throws {
+        handle = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+        // SAFETY: a complete sockaddr_un.
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(handle, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(handle)
+            throw CocoaError(.fileNoSuchFile)
+        }
+    }
+
+    deinit { close(handle) }
+
+    func exchange(_ line: String) throws -> String {
+        let bytes = Array((line + "\n").utf8)
+        guard send(handle, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw CocoaError(.fileWriteUnknown) }
+        var reply: [UInt8] = []
+        var byte: UInt8 = 0
+        while recv(handle, &byte, 1, 0) == 1 {
+            if byte == 0x0a { break }
+            reply.append(byte)
+        }
+        return String(decoding: reply, as: UTF8.self)
     }
 }
 

@@ -92,6 +92,55 @@ import Testing
         #expect(rig.drainEvents() == [.started, .underrunStart, .underrunEnd])
     }
 
+    @Test("running dry after an utterance's end, or before its end marker, waits for the next one: no underrun")
+    func waitingBetweenUtterancesIsNoUnderrun() {
+        let rig = Rig(watermark: 256)
+        let first = UtteranceID(1), second = UtteranceID(2)
+        rig.writer.push(Marker(position: 0, event: .utteranceStart(first)))
+        rig.write(300)
+        // The end sits past what has arrived: its last frames are held back upstream.
+        rig.writer.push(Marker(position: 400, event: .utteranceEnd(first)))
+        _ = rig.render(256)
+        _ = rig.render(256)
+        #expect(rig.playhead.underruns == 0)
+        #expect(rig.playhead.drySpells == 1)
+        // The held-back frames arrive (the drain), play out, and the playhead waits again.
+        rig.write(100)
+        _ = rig.render(256)
+        _ = rig.render(256)
+        #expect(rig.playhead.underruns == 0)
+        #expect(rig.playhead.drySpells == 2)
+        // The next utterance runs dry in its middle: that gap is an underrun.
+        rig.writer.push(Marker(position: 400, event: .utteranceStart(second)))
+        rig.write(300)
+        _ = rig.render(256)
+        _ = rig.render(256)
+        #expect(rig.playhead.underruns == 1)
+        #expect(rig.playhead.drySpells == 3)
+    }
+
+    @Test("pause fades out the stream's next frames and holds; resume goes on from the next frame, fading in")
+    func pauseHoldsAndResumes() {
+        let rig = Rig(watermark: 256)
+        rig.write(2000)
+        _ = rig.render(256)
+        rig.playhead.pause()
+        let fading = rig.render(256)
+        #expect(fading[0] > 0.99 && fading[239] < 0.01 && fading[239] > 0)
+        #expect(fading[240...].allSatisfy { $0 == 0 })
+        #expect(rig.playhead.isPaused)
+        #expect(rig.playhead.playedFrames == 256 + 240)
+        #expect(rig.render(256).allSatisfy { $0 == 0 })
+        #expect(rig.playhead.playedFrames == 256 + 240, "a pause took frames")
+        rig.playhead.resume()
+        let back = rig.render(256)
+        #expect(back[0] > 0 && back[0] < 0.01 && back[239] > 0.99 && back[240] == 1)
+        #expect(!rig.playhead.isPaused)
+        #expect(rig.playhead.playedFrames == 256 + 240 + 256)
+        #expect(rig.playhead.underruns == 0)
+        #expect(rig.drainEvents() == [.started])
+    }
+
     @Test func cancelFadesOutWithinOneFadeLength() {
         let rig = Rig(watermark: 256)
         rig.write(2000)

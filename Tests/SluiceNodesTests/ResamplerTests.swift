@@ -120,6 +120,25 @@ struct ResamplerTests {
         #expect(result.markers.map(\.position) == [0, 24_002, 48_000])
     }
 
+    @Test(
+        "a discontinuity ends a segment: flushed to its exact length, the next resampled afresh, whatever the split",
+        arguments: [ResamplerQuality.speex6, .soxrHigh, .sincFastest])
+    func discontinuityFlushesTheSegment(quality: ResamplerQuality) throws {
+        let first = Signals.noise(count: 7_001, seed: 21)
+        let second = Signals.noise(count: 5_003, seed: 22)
+        let alone1 = try resample(first, from: 22_050, to: 48_000, quality: quality, blocks: 7_001...7_001)
+        let alone2 = try resample(second, from: 22_050, to: 48_000, quality: quality, blocks: 5_003...5_003)
+        let gap = Marker(position: first.count, event: .discontinuity, isDiscontinuous: true)
+        for seed in 1...3 as ClosedRange<UInt64> {
+            let joined = try resample(
+                first + second, from: 22_050, to: 48_000, quality: quality, seed: seed, blocks: 1...300, extraMarkers: [gap])
+            // Nothing of the first segment waits for the second: it is all out by the marker.
+            #expect(joined.markers.first?.position == alone1.output.count)
+            #expect(firstDifference(joined.output, alone1.output + alone2.output) == nil, "seed \(seed)")
+            #expect(joined.markers.last?.position == alone1.output.count + alone2.output.count)
+        }
+    }
+
     @Test("latency is measured and reported", arguments: ResamplerQuality.allCases)
     func latency(quality: ResamplerQuality) throws {
         let resampler = try Resampler(channels: 1, inputRate: 24_000, outputRate: 48_000, quality: quality)

@@ -44,8 +44,8 @@ public final class GraphCycle: @unchecked Sendable {
     /// Debug builds: `process` runs on one thread at a time, and control functions never on it.
     let threadCheck = ThreadTagCheck("GraphCycle.process")
 
-    /// Each playback's underrun count at the last period, to see a new one.
-    private let seenUnderruns: UnsafeMutablePointer<Int>
+    /// Each playback's dry spells at the last period, to see a new one.
+    private let seenDrySpells: UnsafeMutablePointer<Int>
 
     // What the audio thread touches, as plain pointers to unretained references: reading a
     // class reference out of an array (or a struct of them) retains and releases it, on the
@@ -61,8 +61,8 @@ public final class GraphCycle: @unchecked Sendable {
         self.captures = captures
         self.playbacks = playbacks
         self.latencies = latencies
-        seenUnderruns = .allocate(capacity: max(1, playbacks.count))
-        seenUnderruns.initialize(repeating: 0, count: max(1, playbacks.count))
+        seenDrySpells = .allocate(capacity: max(1, playbacks.count))
+        seenDrySpells.initialize(repeating: 0, count: max(1, playbacks.count))
         processorRefs = .allocate(capacity: max(1, processors.count))
         for (index, slot) in processors.enumerated() { (processorRefs + index).initialize(to: .passUnretained(slot)) }
         playheadRefs = .allocate(capacity: max(1, playbacks.count))
@@ -76,7 +76,7 @@ public final class GraphCycle: @unchecked Sendable {
     }
 
     deinit {
-        seenUnderruns.deallocate()
+        seenDrySpells.deallocate()
         processorRefs.deallocate()
         playheadRefs.deallocate()
         captureWriterRefs.deallocate()
@@ -169,9 +169,9 @@ public final class GraphCycle: @unchecked Sendable {
         // plays out (the worker does the same for the processors it runs).
         var starved = false
         for index in 0..<playbacks.count {
-            let underruns = playheadRefs[index]._withUnsafeGuaranteedRef { $0.underruns }
-            if underruns != seenUnderruns[index] {
-                seenUnderruns[index] = underruns
+            let drySpells = playheadRefs[index]._withUnsafeGuaranteedRef { $0.drySpells }
+            if drySpells != seenDrySpells[index] {
+                seenDrySpells[index] = drySpells
                 starved = true
             }
         }

@@ -146,10 +146,14 @@ public protocol TextDrivenSource: SourceNode {
     func receive(text: String, at offset: Int)
     /// [control-thread] No more text will come; the source finishes once it has spoken the rest.
     func finishText()
+    /// [source-thread] Whether every utterance received so far has been spoken to its end and no
+    /// more text waits: the stream pauses here until more text comes. False by default.
+    var hasSpokenAllText: Bool { get }
 }
 
 extension TextDrivenSource {
     public func receive(text: String, at offset: Int) { receive(text: text) }
+    public var hasSpokenAllText: Bool { false }
 }
 
 /// A text-driven source that takes an utterance piece by piece: `beginUtterance(at:)`, any

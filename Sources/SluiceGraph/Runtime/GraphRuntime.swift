@@ -13,7 +13,7 @@ final class GraphRuntime: @unchecked Sendable {
     let sinks: [SinkSlot]
     /// Posted when the worker has something to do (live runs); nil offline.
     let workerWake: WakeSignal?
-    private var lastUnderruns: [Int]
+    private var lastDrySpells: [Int]
 
     /// Room of an edge between two nodes, in seconds of audio: enough for several blocks,
     /// small enough that latency and memory stay low.
@@ -146,7 +146,7 @@ final class GraphRuntime: @unchecked Sendable {
         self.cycleProcessors = cycleProcessors
         self.sources = sources
         self.sinks = sinks
-        lastUnderruns = Array(repeating: 0, count: sinks.count)
+        lastDrySpells = Array(repeating: 0, count: sinks.count)
 
         let deviceSinks = sinks.indices.filter { sinks[$0].node is any DeviceSinkNode }
         if live && (!captures.isEmpty || !deviceSinks.isEmpty) {
@@ -218,14 +218,14 @@ final class GraphRuntime: @unchecked Sendable {
         }
     }
 
-    /// Whether a sink has had a new underrun since the last look.
+    /// Whether a sink has run dry since the last look (an underrun, or waiting for the next utterance).
     private func sinkStarved() -> Bool {
         var starved = false
         for index in sinks.indices {
             let sink = sinks[index]
-            let underruns = sink.playhead.underruns
-            if underruns != lastUnderruns[index] {
-                lastUnderruns[index] = underruns
+            let drySpells = sink.playhead.drySpells
+            if drySpells != lastDrySpells[index] {
+                lastDrySpells[index] = drySpells
                 starved = true
             }
         }

@@ -68,6 +68,15 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         }
     }
 
+    /// [control-thread] Before `start`: a text-driven source that has spoken all its text marks
+    /// the gap with a discontinuity, so every reply plays to its end at once instead of its
+    /// last frames waiting, held back by a crossfader or a fader, for the next one. For graphs
+    /// that serve reply after reply (`sluice serve`); a stream of one text keeps its
+    /// sentences joined by crossfades.
+    public func marksGapsBetweenReplies() {
+        for source in runtime.sources { source.marksGapsWhenIdle = true }
+    }
+
     /// [any-thread] Fades every sink out within its fade and holds: silence, nothing taken
     /// from the graph (backpressure holds the sources), nothing torn down, until `resume`.
     public func pause() {

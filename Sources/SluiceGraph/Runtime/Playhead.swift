@@ -34,6 +34,7 @@ public final class Playhead: @unchecked Sendable {
     private let deviceFramesValue = Atomic<Int>(0)
     private let streamFramesValue = Atomic<Int>(0)
     private let underrunsValue = Atomic<Int>(0)
+    private let drySpellsValue = Atomic<Int>(0)
     private let droppedEventsValue = Atomic<Int>(0)
     // Written by the control side, read by the device thread.
     private let watermarkValue: Atomic<Int>
@@ -66,6 +67,8 @@ public final class Playhead: @unchecked Sendable {
     private var hasStarted = false
     /// Device-thread: a pause has begun (faded out) and playback holds.
     private var holding = false
+    /// Device-thread: the last marker played was an utterance's end, and no start followed.
+    private var betweenUtterances = false
     private let wake: WakeSignal?
     /// Woken when an event is posted, so whoever follows the events (a live run's control
     /// thread) can sleep between them instead of polling. Events are rare: starts, underruns,
@@ -130,7 +133,12 @@ public final class Playhead: @unchecked Sendable {
     }
     /// Frames of audio the listener has heard: `playedFrames` less the output latency.
     public var heardFrames: Int { max(0, playedFrames - outputLatencyFrames) }
+    /// Times the audio ran out inside an utterance (or a stream without utterances): what a
+    /// listener hears as a gap. Waiting between utterances for the next one is not counted.
     public var underruns: Int { underrunsValue.load(ordering: .relaxed) }
+    /// Times the edge ran dry, between utterances included: each asks the processors to
+    /// drain what they hold back (a fader's look-ahead, a crossfader's tail).
+    public var drySpells: Int { drySpellsValue.load(ordering: .relaxed) }
     /// Monotonic wall seconds (`monotonicSeconds()`) when the device rendered the first audio
     /// of the stream; nil before.
     public var firstAudioWallTime: Double? {
@@ -233,8 +241,13 @@ public final class Playhead: @unchecked Sendable {
             let watermark = max(watermarkValue.load(ordering: .relaxed), 1)
             // Full of markers counts as full of audio: the source cannot send more until
             // some play (a generate-first stream of hundreds of short utterances).
+            // Once playing has begun, an utterance whose audio has all arrived plays out
+            // without waiting for the watermark again: nothing more is coming for it (its
+            // tail, released by the drain a dry spell asks for, would otherwise wait for the
+            // next reply). The first start keeps the strategy's watermark.
             if available >= min(watermark, capacityFrames) || (ended && (available > 0 || position >= endPosition))
-                || (markersFull && available > 0) {
+                || (markersFull && available > 0)
+                || (hasStarted && available > 0 && utteranceCompletes(within: position + available)) {
                 current = .playing
                 stateValue.store(current.rawValue, ordering: .releasing)
                 post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart + min(prerollRemaining, frames), streamFrame: position)
@@ -312,9 +325,31 @@ public final class Playhead: @unchecked Sendable {
             applyFade(output + (written - faded) * channels, frames: faded, fadingIn: false, offset: 0, length: faded)
             silence(output + written * channels, frames: frames - written)
             fadeInRemaining = 0
-            underrunsValue.add(1, ordering: .relaxed)
+            drySpellsValue.add(1, ordering: .relaxed)
+            if !atUtteranceBoundary { underrunsValue.add(1, ordering: .relaxed) }
             stateValue.store(State.buffering.rawValue, ordering: .releasing)
             post(.underrunStart, deviceFrame: deviceStart + written, streamFrame: after)
+        }
+        return false
+    }
+
+    /// [audio-thread] Whether running dry now is waiting for the next utterance rather than a
+    /// gap in one: the last utterance ended, or its end is the next marker (its last frames
+    /// are held back upstream, by a fader's look-ahead or a crossfader's tail, until the
+    /// drain this dry spell asks for).
+    private var atUtteranceBoundary: Bool {
+        if betweenUtterances { return true }
+        guard heldMarkerCount > 0 else { return false }
+        if case .utteranceEnd = heldMarkers[0].event { return true }
+        return false
+    }
+
+    /// [audio-thread] Whether a held utterance-end marker lies at or before `position`.
+    private func utteranceCompletes(within position: Int) -> Bool {
+        var index = 0
+        while index < heldMarkerCount && heldMarkers[index].position <= position {
+            if case .utteranceEnd = heldMarkers[index].event { return true }
+            index += 1
         }
         return false
     }
@@ -366,6 +401,11 @@ public final class Playhead: @unchecked Sendable {
         var reached = 0
         while reached < heldMarkerCount && heldMarkers[reached].position <= position {
             let marker = heldMarkers[reached]
+            switch marker.event {
+            case .utteranceEnd: betweenUtterances = true
+            case .utteranceStart: betweenUtterances = false
+            default: break
+            }
             post(.marker, deviceFrame: deviceFramesValue.load(ordering: .relaxed), streamFrame: marker.position, marker: marker)
             reached += 1
         }

@@ -23,6 +23,14 @@ final class SourceSlot: @unchecked Sendable {
         case finished
     }
 
+    /// Marks where a text-driven source has spoken all its text with a discontinuity, so the
+    /// nodes after it release what they hold back (a crossfader's tail, a fader's look-ahead)
+    /// and the utterance plays to its end at once: a stream that waits for the next reply
+    /// (`sluice serve`) rather than for the next sentence of one.
+    var marksGapsWhenIdle = false
+    /// Whether audio was produced since the last gap was marked.
+    private var producedSinceGap = false
+
     private(set) var isFinished = false
     private(set) var failure: SourceFailure?
     private var waitingUntil: Double?
@@ -98,6 +106,15 @@ final class SourceSlot: @unchecked Sendable {
             }
             producedUnits.add(produced, ordering: .relaxed)
             output.wakeReader()
+        }
+        if produced > 0 { producedSinceGap = true }
+        if marksGapsWhenIdle && producedSinceGap, case .more = status, produced == 0,
+            let text = node as? any TextDrivenSource, text.hasSpokenAllText, output.markerRoom() >= 1
+        {
+            output.push(Marker(position: output.writtenUnits.load(ordering: .relaxed), event: .discontinuity, isDiscontinuous: true))
+            output.wakeReader()
+            producedSinceGap = false
+            return .progressed
         }
         switch status {
         case .more:
