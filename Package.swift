@@ -136,7 +136,7 @@ let package = Package(
         ),
 
         // A running graph's control: the JSON-lines socket, OSC through liblo, the commands.
-        .target(name: "SluiceControl", dependencies: ["SluiceGraph", "CLiblo"]),
+        .target(name: "SluiceControl", dependencies: ["SluiceGraph", "SluiceSpeech", "CLiblo"]),
 
         // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
         .target(name: "SluicePluginABI"),

@@ -7,8 +7,12 @@ public enum ControlRequest: Sendable, Hashable {
     /// Changes a live parameter: `{"command":"set","node":"gain","parameter":"gain","value":0.5}`.
     case set(node: String, parameter: String, value: Double)
     /// Queues text for a text-driven source (the graph's only one when `node` is nil); it is
-    /// spoken after what is queued before it.
-    case speak(text: String, node: String?)
+    /// spoken after what is queued before it, or, with `interrupt`, instead of it (a `cancel`
+    /// first).
+    case speak(text: String, node: String?, interrupt: Bool = false)
+    /// Barge-in: fades out what plays within 5 ms, drops the text and audio still queued, and
+    /// answers with the text that was heard; the graph takes the next text at once.
+    case cancel
     /// Where playback stands: position, underruns, xruns, live parameters.
     case status
     /// Every node's live parameters, with their types and units.
@@ -25,6 +29,7 @@ public enum ControlRequest: Sendable, Hashable {
         switch self {
         case .set: "set"
         case .speak: "speak"
+        case .cancel: "cancel"
         case .status: "status"
         case .parameters: "parameters"
         case .pause: "pause"
@@ -70,7 +75,7 @@ public enum ControlJSON {
         return (request(from: object), id)
     }
 
-    static let commands = ["set", "speak", "status", "parameters", "pause", "resume", "quit"]
+    static let commands = ["set", "speak", "cancel", "status", "parameters", "pause", "resume", "quit"]
 
     /// A JSON number as a Double; nil for anything else, `true` and `false` included (which
     /// Foundation may hand over as numbers).
@@ -106,7 +111,13 @@ public enum ControlJSON {
                 }
             }
         case "speak":
-            return string("text").map { .speak(text: $0, node: object["node"] as? String) }
+            let policy = object["policy"] as? String ?? "queue"
+            guard policy == "queue" || policy == "interrupt" else {
+                return .failure(ControlError(
+                    code: "bad-policy", message: "\"policy\" is queue (after what is queued) or interrupt (instead of it), not '\(policy)'"))
+            }
+            return string("text").map { .speak(text: $0, node: object["node"] as? String, interrupt: policy == "interrupt") }
+        case "cancel": return .success(.cancel)
         case "status": return .success(.status)
         case "parameters": return .success(.parameters)
         case "pause": return .success(.pause)

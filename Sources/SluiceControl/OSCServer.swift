@@ -9,6 +9,7 @@ import Synchronization
 /// Address space (docs/control.md):
 /// - `/sluice/node/<node>/<parameter> f|d|i|h` sets a live parameter;
 /// - `/sluice/speak s [s]` queues text (for the node named by the second string);
+///   `/sluice/interrupt s [s]` speaks it instead of what plays; `/sluice/cancel` barges in;
 /// - `/sluice/status`, `/sluice/parameters`, `/sluice/pause`, `/sluice/resume`, `/sluice/quit`.
 ///
 /// Each message is answered to its sender: `/sluice/reply s:command s:json-fields`, or
@@ -154,24 +155,27 @@ public final class OSCServer: @unchecked Sendable {
             return (address, .success(.set(node: String(parts[3]), parameter: String(parts[4]), value: value)))
         }
         switch address {
-        case "/sluice/speak":
+        case "/sluice/speak", "/sluice/interrupt":
             guard types.count == 1 || types.count == 2, let text = string(0) else {
                 return wrongArguments("a string, and optionally the node's name (s or ss)")
             }
+            let interrupt = address == "/sluice/interrupt"
             if types.count == 2 {
                 guard let node = string(1) else { return wrongArguments("a string, and optionally the node's name (s or ss)") }
-                return (address, .success(.speak(text: text, node: node)))
+                return (address, .success(.speak(text: text, node: node, interrupt: interrupt)))
             }
-            return (address, .success(.speak(text: text, node: nil)))
-        case "/sluice/status", "/sluice/parameters", "/sluice/pause", "/sluice/resume", "/sluice/quit":
+            return (address, .success(.speak(text: text, node: nil, interrupt: interrupt)))
+        case "/sluice/status", "/sluice/parameters", "/sluice/pause", "/sluice/resume", "/sluice/quit", "/sluice/cancel":
             guard types.isEmpty else { return wrongArguments("no arguments") }
             let requests: [String: ControlRequest] = [
                 "status": .status, "parameters": .parameters, "pause": .pause, "resume": .resume, "quit": .quit,
+                "cancel": .cancel,
             ]
             return (address, .success(requests[String(address.dropFirst("/sluice/".count))]!))
         default:
             let known = [
-                "/sluice/node/<node>/<parameter>", "/sluice/speak", "/sluice/status", "/sluice/parameters",
+                "/sluice/node/<node>/<parameter>", "/sluice/speak", "/sluice/interrupt", "/sluice/cancel",
+                "/sluice/status", "/sluice/parameters",
                 "/sluice/pause", "/sluice/resume", "/sluice/quit",
             ]
             return (address, .failure(ControlError(

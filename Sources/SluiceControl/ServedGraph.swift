@@ -1,4 +1,6 @@
+import Foundation
 import SluiceGraph
+import SluiceSpeech
 import Synchronization
 
 /// A running graph as the control clients see it: each request checked and carried out,
@@ -11,8 +13,37 @@ public final class ServedGraph: Sendable {
     // SAFETY: a source's `receive(text:)` is thread-safe against its own `produce`; callers
     // hold `utterances`' lock, which keeps two clients' texts whole and in order.
     private nonisolated(unsafe) let speakers: [String: any TextDrivenSource]
-    /// Utterances queued so far, by node name.
-    private let utterances = Mutex<[String: Int]>([:])
+    /// What each text-driven node was given and what of it was heard, by node name.
+    private let spoken = SpokenBook()
+
+    /// The texts and what was heard, shared with the run's event observer.
+    final class SpokenBook: Sendable {
+        private let state = Mutex<[String: Spoken]>([:])
+        func withLock<R>(_ body: (inout [String: Spoken]) -> R) -> R { state.withLock { body(&$0) } }
+    }
+
+    /// One node's utterances: their texts by id (ids count from 0 in the order given, as the
+    /// providers number them), and which of them the listener has heard begin and end.
+    struct Spoken {
+        var count = 0
+        var texts: [Int: String] = [:]
+        var started: Set<Int> = []
+        var ended: Set<Int> = []
+        /// The first utterance a `cancel` has not yet accounted for.
+        var pendingFrom = 0
+
+        /// Utterances kept for heard text at most; older ones are forgotten once heard.
+        static let kept = 4_096
+
+        mutating func forgetHeard() {
+            guard texts.count > Self.kept else { return }
+            let oldest = count - Self.kept
+            texts = texts.filter { $0.key >= oldest }
+            started = started.filter { $0 >= oldest }
+            ended = ended.filter { $0 >= oldest }
+            pendingFrom = max(pendingFrom, oldest)
+        }
+    }
     private let speakerNames: [String]
     private let extraStatus: @Sendable () -> [String: any Sendable]
     private let quit: @Sendable () -> Void
@@ -35,6 +66,22 @@ public final class ServedGraph: Sendable {
         speakerNames = speakers.keys.sorted()
         self.extraStatus = extraStatus
         self.quit = quit
+        spoken.withLock { spoken in for name in speakerNames { spoken[name] = Spoken() } }
+        // What was heard, from the markers the sink reached. Utterance ids are a node's own, so
+        // they are followed when the graph has one text-driven node (the speech graphs).
+        if speakerNames.count == 1 {
+            let name = speakerNames[0]
+            run.eventObserver = { [spoken] event in
+                guard event.kind == .marker, let marker = event.marker else { return }
+                spoken.withLock { spoken in
+                    switch marker.event {
+                    case .utteranceStart(let id): spoken[name]?.started.insert(Int(id.rawValue))
+                    case .utteranceEnd(let id): spoken[name]?.ended.insert(Int(id.rawValue))
+                    default: break
+                    }
+                }
+            }
+        }
     }
 
     /// True once a client asked to quit.
@@ -54,8 +101,13 @@ public final class ServedGraph: Sendable {
             } catch {
                 return .failure(ControlError(code: error.code, message: error.description))
             }
-        case .speak(let text, let node):
+        case .speak(let text, let node, let interrupt):
+            if interrupt {
+                if case .failure(let error) = cancel() { return .failure(error) }
+            }
             return speak(text, node: node)
+        case .cancel:
+            return cancel()
         case .status:
             let status = run.status
             var fields: [String: any Sendable] = [
@@ -113,13 +165,68 @@ public final class ServedGraph: Sendable {
             return .failure(ControlError(code: "quitting", message: "the graph is ending; nothing more is spoken"))
         }
         let source = speakers[name]!
-        let utterance = utterances.withLock { utterances -> Int in
-            for line in text.split(whereSeparator: \.isNewline) where !line.allSatisfy(\.isWhitespace) {
-                source.receive(text: String(line))
-                utterances[name, default: 0] += 1
+        let utterance = spoken.withLock { spoken -> Int in
+            var record = spoken[name] ?? Spoken()
+            // Sentence by sentence, as `sluice speak` hands text over: the first plays as soon
+            // as it is synthesised, and heard text is told to the sentence.
+            var chunker = SentenceChunker()
+            for utterance in chunker.append(text) + chunker.finish() {
+                let sentence = utterance.text.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !sentence.isEmpty else { continue }
+                source.receive(text: sentence)
+                record.texts[record.count] = sentence
+                record.count += 1
             }
-            return utterances[name, default: 0]
+            record.forgetHeard()
+            spoken[name] = record
+            return record.count
         }
         return .success(["node": name, "queued": utterance])
+    }
+
+    /// Barge-in on the graph's text-driven node: its text still queued is dropped, the sinks
+    /// fade out and drop the audio of that text, and the reply says what was heard since the
+    /// last cancel, to the utterance: `heard` (utterances heard to their end), `partial` (the
+    /// one cut off), `unheard` (how many were dropped before they began).
+    private func cancel() -> Result<[String: any Sendable], ControlError> {
+        guard speakerNames.count == 1 else {
+            return .failure(ControlError(
+                code: speakerNames.isEmpty ? "no-speaker" : "which-speaker",
+                message: speakerNames.isEmpty
+                    ? "graph '\(graphName)' has no text-driven node to cancel"
+                    : "cancel works on a graph with one text-driven node; this one has \(speakerNames.joined(separator: ", "))"))
+        }
+        let name = speakerNames[0]
+        // Hold the texts' lock: no speak slips in between the interrupt and the accounting.
+        return spoken.withLock { spoken -> Result<[String: any Sendable], ControlError> in
+            guard let next = speakers[name]!.interrupt() else {
+                return .failure(ControlError(
+                    code: "cannot-interrupt", message: "node '\(name)' cannot drop what it was given; wait for it, or quit"))
+            }
+            for playhead in run.playheads { playhead.discard(untilUtterance: next) }
+            var record = spoken[name] ?? Spoken()
+            var heard: [String] = []
+            var partial: String?
+            var unheard = 0
+            for id in record.pendingFrom..<record.count {
+                let text = record.texts[id] ?? ""
+                if record.ended.contains(id) {
+                    heard.append(text)
+                } else if record.started.contains(id) {
+                    partial = text
+                } else {
+                    unheard += 1
+                }
+            }
+            // The provider numbers the next utterance `next`: ids in between were never given.
+            record.count = max(record.count, Int(next.rawValue))
+            record.pendingFrom = record.count
+            spoken[name] = record
+            var fields: [String: any Sendable] = [
+                "node": name, "heard": heard.joined(separator: " "), "unheard": unheard, "granularity": "utterance",
+            ]
+            if let partial { fields["partial"] = partial }
+            return .success(fields)
+        }
     }
 }

@@ -194,7 +194,18 @@ public final class PluginLibrary: @unchecked Sendable {
             guard created, provider.instance != nil, let vtable = provider.vtable else {
                 throw creationError(type, error, created: created)
             }
-            return try PluginProviderSource(library: self, type: type, instance: provider.instance!, vtable: vtable)
+            // Barge-in replaces the instance with a fresh one of the same parameters.
+            let recreate = { [self] () -> UnsafeMutableRawPointer? in
+                var fresh = sluice_provider_t()
+                var error = sluice_error_t()
+                let created = CParameters.with(type.raw, parameters) { values, count in
+                    factory.pointee.create_provider!(factory, type.raw.pointee.type_name, values, count, &fresh, &error)
+                }
+                guard created, fresh.vtable == vtable else { return nil }
+                return fresh.instance
+            }
+            return try PluginProviderSource(
+                library: self, type: type, instance: provider.instance!, vtable: vtable, recreate: recreate)
         case .processor:
             var processor = sluice_processor_t()
             let created = CParameters.with(type.raw, parameters) { values, count in

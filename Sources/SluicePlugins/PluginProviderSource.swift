@@ -50,11 +50,26 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     /// Whether the plugin speaks an utterance before its text is complete
     /// (SLUICE_PROVIDER_INCREMENTAL_TEXT).
     public let acceptsIncrementalText: Bool
-    private let instance: UnsafeMutableRawPointer
     private let vtable: UnsafePointer<sluice_provider_vtable_t>
     private let cancelled = Atomic<Bool>(false)
     private let textFailure = Mutex<SourceFailure?>(nil)
-    private let textLock = Mutex<Void>(())
+    /// Makes a fresh instance with the node's parameters, for `interrupt`.
+    private let recreate: (() -> UnsafeMutableRawPointer?)?
+
+    /// The instance text calls go to, and the ones `interrupt` retired, which `produce`
+    /// destroys once it no longer reads them. One text call at a time, as the ABI promises.
+    private struct TextSide: @unchecked Sendable {
+        // SAFETY (@unchecked Sendable): the pointers are plugin instances, used only under
+        // this mutex (text calls) or by the source thread once handed over (see produce).
+        var instance: UnsafeMutableRawPointer
+        var retired: [UnsafeMutableRawPointer] = []
+        /// The id the next utterance after the latest interrupt gets; earlier ones are dropped.
+        var resumeAt: UInt32 = 0
+    }
+
+    private let textSide: Mutex<TextSide>
+    /// The instance `produce` reads: the source thread's.
+    private var readInstance: UnsafeMutableRawPointer
     private let plan = Mutex(Plan())
 
     /// One utterance as the control side planned it.
@@ -94,7 +109,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
-        vtable: UnsafePointer<sluice_provider_vtable_t>
+        vtable: UnsafePointer<sluice_provider_vtable_t>, recreate: (() -> UnsafeMutableRawPointer?)? = nil
     ) throws(NodeCreationError) {
         let v = vtable.pointee
         let name = type.descriptor.typeName
@@ -114,12 +129,17 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         typeName = name
         self.format = format
         acceptsIncrementalText = (v.get_capabilities?(instance) ?? 0) & UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) != 0
-        self.instance = instance
+        textSide = Mutex(TextSide(instance: instance))
+        readInstance = instance
         self.vtable = vtable
+        self.recreate = recreate
     }
 
     deinit {
-        vtable.pointee.destroy!(instance)
+        let (current, retired) = textSide.withLock { ($0.instance, $0.retired) }
+        for old in retired where old != readInstance { vtable.pointee.destroy!(old) }
+        if readInstance != current { vtable.pointee.destroy!(readInstance) }
+        vtable.pointee.destroy!(current)
     }
 
     static func format(_ raw: sluice_pcm_format_t) -> PCMFormat? {
@@ -225,14 +245,35 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     }
 
     public func finishText() {
-        textLock.withLock { _ in vtable.pointee.end_text!(instance) }
+        textSide.withLock { side in vtable.pointee.end_text!(side.instance) }
+    }
+
+    /// Barge-in: the plugin's instance is cancelled (a read under way returns at once) and a
+    /// fresh one with the same parameters takes the text from now on; the text not yet spoken
+    /// is dropped. `produce` finishes the utterance under way with its end marker and a
+    /// discontinuity, destroys the old instance, and reads the new one. Nil when the plugin's
+    /// instance could not be made again (the stream then goes on as it was).
+    public func interrupt() -> UtteranceID? {
+        guard let recreate, let fresh = recreate() else { return nil }
+        return textSide.withLock { side -> UtteranceID in
+            vtable.pointee.cancel!(side.instance)
+            side.retired.append(side.instance)
+            side.instance = fresh
+            // Every utterance planned so far is dropped: ids are their plan indexes.
+            let next = plan.withLock { plan -> UInt32 in
+                for index in plan.utterances.indices { plan.utterances[index].cached = nil }
+                return UInt32(plan.utterances.count)
+            }
+            side.resumeAt = next
+            return UtteranceID(next)
+        }
     }
 
     /// Calls a text function (one at a time, as the ABI promises the plugin) and keeps its
     /// first failure for `produce`.
     private func textCall(_ body: (UnsafeMutableRawPointer, UnsafeMutablePointer<sluice_error_t>) -> Bool) {
         var error = sluice_error_t()
-        let succeeded = textLock.withLock { _ in body(instance, &error) }
+        let succeeded = textSide.withLock { side in body(side.instance, &error) }
         guard !succeeded else { return }
         let failure = PluginFailure(error)
         textFailure.withLock { stored in
@@ -245,6 +286,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     public func produce(_ io: inout ProcessIO, at time: Double) -> SourceStatus {
         if finished || cancelled.load(ordering: .acquiring) { return .finished }
         if let failure = textFailure.withLock({ $0 }) { return .failed(failure) }
+        if adoptInterrupt(&io) { return .more }
         let room = io.bytes(output: 0)
         guard let base = room.baseAddress, room.count > 0 else { return .more }
         let planned = plan.withLock { plan in
@@ -257,7 +299,16 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         var error = sluice_error_t()
         // SAFETY: `base` addresses `room.count` writable bytes of the output edge for this
         // call; the plugin writes at most `capacity` bytes and reports how many (checked below).
-        let status = vtable.pointee.read!(instance, base, room.count, &written, &error)
+        let status = vtable.pointee.read!(readInstance, base, room.count, &written, &error)
+        // Interrupted during the read: what it returned belongs to the dropped text (and an
+        // END or error is the cancelled instance's, not the stream's).
+        if adoptInterrupt(&io) {
+            if status == sluice_read_status_t(SLUICE_READ_DATA), written > 0, written <= room.count {
+                io.produce(written, output: 0)
+                position += written
+            }
+            return .more
+        }
         switch status {
         case sluice_read_status_t(SLUICE_READ_DATA):
             guard written > 0, written <= room.count else {
@@ -369,7 +420,33 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     public func cancel() {
         cancelled.store(true, ordering: .releasing)
-        vtable.pointee.cancel!(instance)
+        textSide.withLock { side in vtable.pointee.cancel!(side.instance) }
+    }
+
+    /// [source-thread] After an `interrupt`: ends the utterance under way (its end marker, then
+    /// a discontinuity, so the nodes after flush what they hold of the dropped text), destroys
+    /// the retired instances and reads the fresh one from the first utterance after the
+    /// interrupt. False when there was none.
+    private func adoptInterrupt(_ io: inout ProcessIO) -> Bool {
+        let swap = textSide.withLock { side -> (UnsafeMutableRawPointer, [UnsafeMutableRawPointer], UInt32)? in
+            guard side.instance != readInstance else { return nil }
+            defer { side.retired.removeAll() }
+            return (side.instance, side.retired, side.resumeAt)
+        }
+        guard let (fresh, retired, resumeAt) = swap else { return false }
+        if inUtterance {
+            io.emit(Marker(position: position, event: .utteranceEnd(UtteranceID(utterance))), on: 0)
+            inUtterance = false
+        }
+        io.emit(Marker(position: position, event: .discontinuity, isDiscontinuous: true), on: 0)
+        // destroy joins the plugin's own threads; the cancelled instances return at once.
+        for old in retired { vtable.pointee.destroy!(old) }
+        readInstance = fresh
+        utterance = max(utterance, resumeAt)
+        recording = nil
+        recordingAbandoned = false
+        cachedRead = 0
+        return true
     }
 
     // MARK: Counters
@@ -382,7 +459,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             var buffer = [sluice_counter_t](repeating: sluice_counter_t(), count: Int(capacity))
             // SAFETY: `buffer` holds `capacity` counters for the call; names are the plugin's
             // static strings (common.h), read before returning.
-            let total = getCounters(instance, &buffer, capacity)
+            let total = textSide.withLock { side in getCounters(side.instance, &buffer, capacity) }
             guard total <= capacity else {
                 capacity = total
                 continue

@@ -105,7 +105,8 @@ struct CtlCommand: ParsableCommand {
         abstract: "Send a command to a graph that `sluice serve` runs, and print its reply.",
         discussion: """
             sluice ctl set gain gain 0.5        # node, parameter, value
-            sluice ctl speak "Hello." [--node voice]
+            sluice ctl speak "Hello." [--node voice] [--interrupt]
+            sluice ctl cancel                   # barge-in: prints what was heard
             sluice ctl status | parameters | pause | resume | quit
             sluice ctl --json '{"command":"status"}'
 
@@ -123,10 +124,13 @@ struct CtlCommand: ParsableCommand {
     @Option(name: .long, help: "For speak: the text-driven node to speak through.")
     var node: String?
 
+    @Flag(name: .long, help: "For speak: speak instead of what plays and is queued (barge-in), not after it.")
+    var interrupt = false
+
     @Option(name: .long, help: "Send this JSON request line as it is.")
     var json: String?
 
-    @Argument(help: "set NODE PARAMETER VALUE | speak TEXT | status | parameters | pause | resume | quit")
+    @Argument(help: "set NODE PARAMETER VALUE | speak TEXT | cancel | status | parameters | pause | resume | quit")
     var words: [String] = []
 
     func run() throws {
@@ -150,7 +154,7 @@ struct CtlCommand: ParsableCommand {
             return json
         }
         guard let command = words.first else {
-            throw ValidationError("name a command: set, speak, status, parameters, pause, resume or quit")
+            throw ValidationError("name a command: set, speak, cancel, status, parameters, pause, resume or quit")
         }
         var object: [String: Any] = ["command": command]
         switch command {
@@ -165,6 +169,7 @@ struct CtlCommand: ParsableCommand {
             guard words.count >= 2 else { throw ValidationError("usage: sluice ctl speak TEXT [--node NODE]") }
             object["text"] = words.dropFirst().joined(separator: " ")
             if let node { object["node"] = node }
+            if interrupt { object["policy"] = "interrupt" }
         default:
             guard words.count == 1 else { throw ValidationError("'\(command)' takes no arguments") }
         }

@@ -234,6 +234,92 @@ import Testing
         return (problems, recorder.xruns)
     }
 
+    /// graphs/speak.yaml with its sink connected to `recorder` under the client name `client`.
+    func speechGraph(in folder: TemporaryFolder, client: String, recorder: JackRecorder) throws -> URL {
+        var graph = try String(contentsOf: CLI.graphsFolder.appendingPathComponent("speak.yaml"), encoding: .utf8)
+        graph = graph.replacingOccurrences(
+            of: "{ type: jack.sink, client: sluice-speak, connect: auto }",
+            with: "{ type: jack.sink, client: \(client), connect: [\(recorder.portNames.joined(separator: ", "))] }")
+        return try folder.write(graph, to: "speak.yaml")
+    }
+
+    /// Stretches of sound in `samples` (runs with no 0.3 s of silence inside).
+    func stretches(_ samples: [Float]) -> [(start: Int, length: Int)] {
+        var spans: [(start: Int, length: Int)] = []
+        var lastSound = -Self.rate
+        for (index, sample) in samples.enumerated() where abs(sample) > 1e-4 {
+            if index - lastSound > 3 * Self.rate / 10 { spans.append((index, 0)) }
+            spans[spans.count - 1].length = index - spans[spans.count - 1].start + 1
+            lastSound = index
+        }
+        return spans
+    }
+
+    @Test("barge-in by command answers with the heard text, fades out, and the next reply starts cleanly")
+    func bargeIn() throws {
+        try withoutXruns { attempt in try recordBargeIn(attempt: attempt) }
+    }
+
+    private func recordBargeIn(attempt: Int) throws -> (problems: [String], xruns: Int) {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-barge-ear-\(getpid())-\(attempt)", channels: 2,
+            capacityFrames: 30 * Self.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let served = try Served(
+            graph: try speechGraph(in: folder, client: "serve-barge-\(getpid())-\(attempt)", recorder: recorder),
+            socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+
+        let text = "First sentence here. Second sentence is a good deal longer than the first one. Third, never heard. Fourth."
+        #expect(try served.ctl(["speak", text]).reply["queued"] as? Int == 4)
+        // Into the second sentence: the first has been heard to its end.
+        var position = 0.0
+        for _ in 0..<100 where position < 2.4 {
+            usleep(50_000)
+            position = try served.ctl(["status"]).reply["position"] as? Double ?? 0
+        }
+        let cancel = try served.ctl(["cancel"])
+        #expect(cancel.status == 0, "\(cancel.reply)")
+        var problems: [String] = []
+        if cancel.reply["heard"] as? String != "First sentence here." {
+            problems.append("heard: \(cancel.reply)")
+        }
+        if cancel.reply["partial"] as? String != "Second sentence is a good deal longer than the first one." {
+            problems.append("partial: \(cancel.reply)")
+        }
+        if cancel.reply["unheard"] as? Int != 2 { problems.append("unheard: \(cancel.reply)") }
+        usleep(600_000)
+        #expect(try served.ctl(["speak", "A new reply."]).status == 0)
+        usleep(2_500_000)
+        let status = try served.ctl(["status"]).reply
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        recorder.stop()
+
+        let samples = recorder.samples(channel: 0)
+        let spans = stretches(samples)
+        // The first sentence, the second cut off, the new reply (espeak's pause between
+        // sentences is a stretch of silence too).
+        guard spans.count == 3 else {
+            return (problems + ["\(spans.count) stretches of sound, not two sentences and the new reply: \(spans)"], recorder.xruns)
+        }
+        let (cut, new) = (spans[1], spans[2])
+        // The cut ends in a fade (its last frames near silence), well before the sentence would
+        // have; the new reply begins from silence too.
+        let cutEnd = cut.start + cut.length
+        if abs(samples[cutEnd - 1]) > 0.01 { problems.append("the cut ends on \(samples[cutEnd - 1]): a click") }
+        if cutEnd - spans[0].start > 4 * Self.rate { problems.append("the cut reply played on: \(spans)") }
+        if abs(samples[new.start]) > 0.01 { problems.append("the new reply starts on \(samples[new.start])") }
+        if !(Self.rate / 3...3 * Self.rate).contains(new.length) {
+            problems.append("the new reply is \(new.length) frames long")
+        }
+        if status["underruns"] as? Int != 0 { problems.append("underruns: \(status)") }
+        return (problems, recorder.xruns)
+    }
+
     @Test("three replies from two clients play in order through the same ports, recorded by one connection")
     func repliesFromTwoClients() throws {
         let server = try JackTestServer.shared()
@@ -243,12 +329,9 @@ import Testing
         try recorder.start()
         let folder = TemporaryFolder()
         let client = "serve-speech-\(getpid())"
-        var graph = try String(contentsOf: CLI.graphsFolder.appendingPathComponent("speak.yaml"), encoding: .utf8)
-        graph = graph.replacingOccurrences(
-            of: "{ type: jack.sink, client: sluice-speak, connect: auto }",
-            with: "{ type: jack.sink, client: \(client), connect: [\(recorder.portNames.joined(separator: ", "))] }")
         let served = try Served(
-            graph: try folder.write(graph, to: "speak.yaml"), socket: folder.file("control.sock").path, server: server.name)
+            graph: try speechGraph(in: folder, client: client, recorder: recorder), socket: folder.file("control.sock").path,
+            server: server.name)
         _ = try #require(served.readyLine(), "serve never said it was serving")
         let ports = try server.ports(matching: "^\(client):")
         #expect(ports.count == 2, "\(ports)")
@@ -283,14 +366,7 @@ import Testing
         recorder.stop()
 
         // Three stretches of speech, in the order sent: the long one in the middle.
-        let samples = recorder.samples(channel: 0)
-        var spans: [(start: Int, length: Int)] = []
-        var lastSound = -Self.rate
-        for (index, sample) in samples.enumerated() where abs(sample) > 1e-4 {
-            if index - lastSound > Self.rate / 2 { spans.append((index, 0)) }
-            spans[spans.count - 1].length = index - spans[spans.count - 1].start + 1
-            lastSound = index
-        }
+        let spans = stretches(recorder.samples(channel: 0))
         #expect(spans.count == 3, "\(spans.count) stretches of speech: \(spans)")
         if spans.count == 3 {
             #expect(spans[1].length > 2 * spans[0].length && spans[1].length > 2 * spans[2].length, "\(spans)")

@@ -141,6 +141,37 @@ import Testing
         #expect(rig.drainEvents() == [.started])
     }
 
+    @Test("discard fades out, drops audio and markers until the awaited utterance starts, then plays it fading in")
+    func discardUntilTheNextUtterance() {
+        let rig = Rig(watermark: 256)
+        rig.writer.push(Marker(position: 0, event: .utteranceStart(UtteranceID(0))))
+        rig.write(1000)
+        rig.writer.push(Marker(position: 1000, event: .utteranceEnd(UtteranceID(0))))
+        rig.writer.push(Marker(position: 1000, event: .utteranceStart(UtteranceID(1))))
+        rig.write(1000)
+        _ = rig.render(256)
+        _ = rig.drainEvents()
+        rig.playhead.discard(untilUtterance: UtteranceID(2))
+        let fading = rig.render(256)
+        #expect(fading[0] > 0.99 && fading[239] < 0.01 && fading[239] > 0)
+        #expect(fading[240...].allSatisfy { $0 == 0 })
+        #expect(rig.playhead.state == .buffering)
+        // All that was queued is gone, its markers unposted: none of it was heard.
+        #expect(rig.drainEvents().isEmpty)
+        #expect(rig.playhead.discardedFrames == 2000 - 256 - 240)
+        #expect(rig.render(256).allSatisfy { $0 == 0 })
+        // The awaited utterance arrives: it plays from its first frame, fading in.
+        rig.writer.push(Marker(position: 2000, event: .discontinuity, isDiscontinuous: true))
+        rig.writer.push(Marker(position: 2000, event: .utteranceStart(UtteranceID(2))))
+        rig.write(600)
+        _ = rig.render(256)  // the start is found; this period stays silent
+        let back = rig.render(256)
+        #expect(back[0] > 0 && back[0] < 0.01 && back[239] > 0.99 && back[240] == 1)
+        let events = rig.drainEvents()
+        #expect(events.contains(.underrunEnd))
+        #expect(rig.playhead.underruns == 0)
+    }
+
     @Test func cancelFadesOutWithinOneFadeLength() {
         let rig = Rig(watermark: 256)
         rig.write(2000)

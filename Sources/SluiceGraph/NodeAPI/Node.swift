@@ -146,6 +146,11 @@ public protocol TextDrivenSource: SourceNode {
     func receive(text: String, at offset: Int)
     /// [control-thread] No more text will come; the source finishes once it has spoken the rest.
     func finishText()
+    /// [control-thread] Barge-in: drops the text not yet spoken and stops the utterance under
+    /// way, and is ready for more text at once. Returns the id of the first utterance that
+    /// will follow (every marker before its start belongs to the dropped text), or nil when
+    /// the source cannot (the default).
+    func interrupt() -> UtteranceID?
     /// [source-thread] Whether every utterance received so far has been spoken to its end and no
     /// more text waits: the stream pauses here until more text comes. False by default.
     var hasSpokenAllText: Bool { get }
@@ -154,6 +159,7 @@ public protocol TextDrivenSource: SourceNode {
 extension TextDrivenSource {
     public func receive(text: String, at offset: Int) { receive(text: text) }
     public var hasSpokenAllText: Bool { false }
+    public func interrupt() -> UtteranceID? { nil }
 }
 
 /// A text-driven source that takes an utterance piece by piece: `beginUtterance(at:)`, any

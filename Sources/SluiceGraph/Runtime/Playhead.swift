@@ -40,6 +40,9 @@ public final class Playhead: @unchecked Sendable {
     private let watermarkValue: Atomic<Int>
     private let cancelRequested = Atomic<Bool>(false)
     private let pauseRequested = Atomic<Bool>(false)
+    /// Barge-in: the first utterance id to play again after a `discard`; -1 when none.
+    private let discardUntilValue = Atomic<Int>(-1)
+    private let discardedFramesValue = Atomic<Int>(0)
     /// Set by the device thread once a pause has faded out, cleared on resume.
     private let pausedValue = Atomic<Bool>(false)
     /// Monotonic wall seconds, as bits, when the first audio was rendered; 0 before.
@@ -69,6 +72,8 @@ public final class Playhead: @unchecked Sendable {
     private var holding = false
     /// Device-thread: the last marker played was an utterance's end, and no start followed.
     private var betweenUtterances = false
+    /// Device-thread: a discard has faded out what played and is dropping audio.
+    private var discarding = false
     private let wake: WakeSignal?
     /// Woken when an event is posted, so whoever follows the events (a live run's control
     /// thread) can sleep between them instead of polling. Events are rare: starts, underruns,
@@ -172,6 +177,17 @@ public final class Playhead: @unchecked Sendable {
         pauseRequested.store(false, ordering: .releasing)
     }
 
+    /// Barge-in: fades out what plays within `fadeFrames` and drops everything after it — audio
+    /// and markers — until the marker that starts utterance `utterance` (or a later one)
+    /// reaches the edge; from there playback goes on as after an underrun, fading in. The
+    /// dropped frames count in `discardedFrames`, not as heard; their markers are not posted.
+    public func discard(untilUtterance utterance: UtteranceID) {
+        discardUntilValue.store(Int(utterance.rawValue), ordering: .releasing)
+    }
+
+    /// Frames dropped by `discard` (they advanced the stream position unheard).
+    public var discardedFrames: Int { discardedFramesValue.load(ordering: .relaxed) }
+
     /// True while a pause holds (after its fade-out, until `resume`).
     public var isPaused: Bool { pausedValue.load(ordering: .acquiring) }
 
@@ -228,6 +244,9 @@ public final class Playhead: @unchecked Sendable {
             return true
         }
 
+        if discardUntilValue.load(ordering: .acquiring) >= 0 {
+            return renderDiscard(into: output, frames: frames, deviceStart: deviceStart, playing: current == .playing, available: available)
+        }
         if pauseRequested.load(ordering: .acquiring) {
             return renderPause(into: output, frames: frames, deviceStart: deviceStart, playing: current == .playing, available: available)
         }
@@ -273,6 +292,84 @@ public final class Playhead: @unchecked Sendable {
             return renderPlaying(into: output + silent * channels, frames: frames - silent, deviceStart: deviceStart + silent, available: available)
         }
         return renderPlaying(into: output, frames: frames, deviceStart: deviceStart, available: available)
+    }
+
+    /// [audio-thread] A discard (barge-in): the first period fades out what plays, then audio
+    /// and markers are dropped until the awaited utterance's start reaches the edge; the
+    /// period after that renders as usual, from `buffering`. Returns whether the stream
+    /// finished.
+    private func renderDiscard(
+        into output: UnsafeMutablePointer<Float>, frames: Int, deviceStart: Int, playing: Bool, available: Int
+    ) -> Bool {
+        var written = 0
+        if !discarding {
+            discarding = true
+            if playing && prerollRemaining == 0 && !holding {
+                written = take(min(available, fadeFrames, frames), into: output)
+                if fadeInRemaining > 0 {
+                    let length = min(fadeInRemaining, written)
+                    applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
+                    fadeInRemaining = 0
+                }
+                applyFade(output, frames: written, fadingIn: false, offset: 0, length: written)
+            }
+            // Nothing plays until the next reply: waiting for it, as between utterances.
+            stateValue.store(State.buffering.rawValue, ordering: .releasing)
+            betweenUtterances = true
+        }
+        silence(output + written * channels, frames: frames - written)
+        let awaited = discardUntilValue.load(ordering: .acquiring)
+        while true {
+            collectMarkers()
+            let position = streamFramesValue.load(ordering: .relaxed)
+            // The awaited start, if it has reached the edge; else everything there is goes.
+            var found = heldMarkerCount
+            var index = 0
+            while index < heldMarkerCount {
+                if case .utteranceStart(let id) = heldMarkers[index].event, Int(id.rawValue) >= awaited {
+                    found = index
+                    break
+                }
+                index += 1
+            }
+            let target = found < heldMarkerCount ? heldMarkers[found].position : Int.max
+            let dropped = min(audio.availableElements() / channels, max(0, target - position))
+            if dropped > 0 {
+                _ = audio.skip(dropped * channels)
+                streamFramesValue.store(position + dropped, ordering: .releasing)
+                discardedFramesValue.add(dropped, ordering: .relaxed)
+            }
+            let now = position + dropped
+            // Markers before the awaited start go unposted: their audio was not heard.
+            var passed = 0
+            while passed < found && heldMarkers[passed].position <= now {
+                if case .endOfStream = heldMarkers[passed].event { break }
+                passed += 1
+            }
+            if passed > 0 {
+                heldMarkers.update(from: heldMarkers + passed, count: heldMarkerCount - passed)
+                heldMarkerCount -= passed
+            }
+            if now >= endPosition {
+                postHeldMarkers(upTo: now)
+                finish(.finished, deviceFrame: deviceStart + written)
+                return true
+            }
+            if target != Int.max && now >= target {
+                // The next reply begins: it plays as after an underrun (watermark, fade-in).
+                discarding = false
+                discardUntilValue.store(-1, ordering: .releasing)
+                stateValue.store(State.buffering.rawValue, ordering: .releasing)
+                betweenUtterances = true
+                wake?.post()
+                return false
+            }
+            if dropped == 0 && passed == 0 {
+                // Room was made: whoever fills the edge goes on (and may bring the start).
+                wake?.post()
+                return false
+            }
+        }
     }
 
     /// [audio-thread] A pause: the first period fades out what plays (the stream's next
