@@ -10,6 +10,14 @@ public enum ControlRequest: Sendable, Hashable {
     /// spoken after what is queued before it, or, with `interrupt`, instead of it (a `cancel`
     /// first).
     case speak(text: String, node: String?, interrupt: Bool = false)
+    /// Changes a text-driven node's own parameters (a provider's voice, rate, pitch) for the
+    /// text that follows; what it was still to speak is dropped, as by `cancel`. Values are
+    /// given as text and checked as a graph file's are.
+    case configure(node: String, parameters: [String: String])
+    /// Turns the connection into an event stream as well (utterances started and ended,
+    /// underruns, xruns, pauses, cancels; with `levels`, the output's peak level about ten
+    /// times a second), one JSON object a line beside the replies.
+    case watch(levels: Bool)
     /// Barge-in: fades out what plays within 5 ms, drops the text and audio still queued, and
     /// answers with the text that was heard; the graph takes the next text at once.
     case cancel
@@ -30,6 +38,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .set: "set"
         case .speak: "speak"
         case .cancel: "cancel"
+        case .configure: "configure"
+        case .watch: "watch"
         case .status: "status"
         case .parameters: "parameters"
         case .pause: "pause"
@@ -75,7 +85,7 @@ public enum ControlJSON {
         return (request(from: object), id)
     }
 
-    static let commands = ["set", "speak", "cancel", "status", "parameters", "pause", "resume", "quit"]
+    static let commands = ["set", "speak", "cancel", "configure", "watch", "status", "parameters", "pause", "resume", "quit"]
 
     /// A JSON number as a Double; nil for anything else, `true` and `false` included (which
     /// Foundation may hand over as numbers).
@@ -118,6 +128,25 @@ public enum ControlJSON {
             }
             return string("text").map { .speak(text: $0, node: object["node"] as? String, interrupt: policy == "interrupt") }
         case "cancel": return .success(.cancel)
+        case "watch": return .success(.watch(levels: object["levels"] as? Bool ?? false))
+        case "configure":
+            return string("node").flatMap { node in
+                guard let given = object["parameters"] as? [String: Any], !given.isEmpty else {
+                    return .failure(ControlError(
+                        code: "missing-field", message: "'configure' needs \"parameters\", an object like {\"rate\":220}"))
+                }
+                var parameters: [String: String] = [:]
+                for (name, value) in given {
+                    if let text = value as? String {
+                        parameters[name] = text
+                    } else if let value = number(value) {
+                        parameters[name] = value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+                    } else {
+                        return .failure(ControlError(code: "bad-value", message: "parameter '\(name)' takes a number or a string"))
+                    }
+                }
+                return .success(.configure(node: node, parameters: parameters))
+            }
         case "status": return .success(.status)
         case "parameters": return .success(.parameters)
         case "pause": return .success(.pause)

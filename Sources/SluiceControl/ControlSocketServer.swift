@@ -15,7 +15,7 @@ public final class ControlSocketServer: @unchecked Sendable {
     public let path: String
     public static let maximumClients = 64
     private let listener: Int32
-    private let handle: @Sendable (ArraySlice<UInt8>) -> String
+    private let handle: @Sendable (ArraySlice<UInt8>, ControlConnection) -> String
     private let clients = Mutex<Set<Int32>>([])
     private let stopped = Atomic<Bool>(false)
     private var acceptThread: Thread?
@@ -31,8 +31,9 @@ public final class ControlSocketServer: @unchecked Sendable {
     /// Binds and listens at `path` (its folder made 0700 if missing). A stale socket left by a
     /// process that died is replaced; one a live server answers on is refused.
     ///
-    /// - Parameter handle: turns a request line (without its newline) into a reply line.
-    public init(path: String, handle: @escaping @Sendable (ArraySlice<UInt8>) -> String) throws(ControlError) {
+    /// - Parameter handle: turns a request line (without its newline) into a reply line; the
+    ///   connection it came on can be kept to push events to (`watch`).
+    public init(path: String, handle: @escaping @Sendable (ArraySlice<UInt8>, ControlConnection) -> String) throws(ControlError) {
         self.path = path
         self.handle = handle
         var address = sockaddr_un()
@@ -125,9 +126,10 @@ public final class ControlSocketServer: @unchecked Sendable {
 
     /// Reads lines from one client until it hangs up; answers each.
     private func serve(_ client: Int32) {
+        let connection = ControlConnection(descriptor: client)
         defer {
             clients.withLock { _ = $0.remove(client) }
-            close(client)
+            connection.close()
         }
         var pending: [UInt8] = []
         var discarding = false  // inside a line that was too long
@@ -142,7 +144,7 @@ public final class ControlSocketServer: @unchecked Sendable {
                     discarding = false
                 } else {
                     pending.append(contentsOf: buffer[start..<index])
-                    if !answer(pending, to: client) { return }
+                    if !answer(pending, on: connection) { return }
                 }
                 pending.removeAll(keepingCapacity: true)
                 start = index + 1
@@ -153,29 +155,61 @@ public final class ControlSocketServer: @unchecked Sendable {
                 discarding = true
                 let error = ControlError(
                     code: "line-too-long", message: "a request line is at most \(ControlJSON.maximumLineBytes) bytes; this one was skipped")
-                if !write(ControlJSON.reply(.failure(error), command: nil, id: nil), to: client) { return }
+                if !connection.send(ControlJSON.reply(.failure(error), command: nil, id: nil)) { return }
             }
         }
     }
 
     /// Answers one line (blank lines are skipped). False when the client has gone.
-    private func answer(_ line: [UInt8], to client: Int32) -> Bool {
+    private func answer(_ line: [UInt8], on connection: ControlConnection) -> Bool {
         var slice = line[...]
         if slice.last == UInt8(ascii: "\r") { slice = slice.dropLast() }
         if slice.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return true }
-        return write(handle(slice), to: client)
+        return connection.send(handle(slice, connection))
+    }
+}
+
+/// One client of the control socket: replies go out on it, and events when it watches. A
+/// line is written whole under a lock, so replies and events never interleave.
+public final class ControlConnection: Sendable {
+    private let descriptor: Int32
+    /// Whether the connection is still open; held while a line is written.
+    private let open = Mutex<Bool>(true)
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
     }
 
-    private func write(_ reply: String, to client: Int32) -> Bool {
-        var bytes = Array(reply.utf8)
+    /// Writes `line` and a newline; waits while the socket is full unless `dropIfFull`, when a
+    /// full socket (a client not reading) drops the line instead. False when the client has
+    /// gone or the line was dropped.
+    @discardableResult
+    public func send(_ line: String, dropIfFull: Bool = false) -> Bool {
+        var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return false }
-            sent += count
+        return open.withLock { open -> Bool in
+            guard open else { return false }
+            var sent = 0
+            while sent < bytes.count {
+                let flags = Int32(MSG_NOSIGNAL) | (dropIfFull && sent == 0 ? Int32(MSG_DONTWAIT) : 0)
+                let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, flags) }
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && sent == 0 { return false }
+                guard count > 0 else { return false }
+                sent += count
+            }
+            return true
         }
-        return true
+    }
+
+    /// Whether the client has hung up (or the server closed it).
+    public var isClosed: Bool { open.withLock { !$0 } }
+
+    func close() {
+        open.withLock { open in
+            guard open else { return }
+            open = false
+            Glibc.close(descriptor)
+        }
     }
 }

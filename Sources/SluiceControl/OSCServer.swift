@@ -154,6 +154,18 @@ public final class OSCServer: @unchecked Sendable {
             guard types.count == 1, let value = number(0) else { return wrongArguments("one number (f, d, i or h)") }
             return (address, .success(.set(node: String(parts[3]), parameter: String(parts[4]), value: value)))
         }
+        if parts.count == 5, parts[1] == "sluice", parts[2] == "configure", !parts[3].isEmpty, !parts[4].isEmpty {
+            guard types.count == 1 else { return wrongArguments("one value (s, f, d, i or h)") }
+            let text: String
+            if let value = string(0) {
+                text = value
+            } else if let value = number(0) {
+                text = value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+            } else {
+                return wrongArguments("one value (s, f, d, i or h)")
+            }
+            return (address, .success(.configure(node: String(parts[3]), parameters: [String(parts[4]): text])))
+        }
         switch address {
         case "/sluice/speak", "/sluice/interrupt":
             guard types.count == 1 || types.count == 2, let text = string(0) else {
@@ -174,7 +186,8 @@ public final class OSCServer: @unchecked Sendable {
             return (address, .success(requests[String(address.dropFirst("/sluice/".count))]!))
         default:
             let known = [
-                "/sluice/node/<node>/<parameter>", "/sluice/speak", "/sluice/interrupt", "/sluice/cancel",
+                "/sluice/node/<node>/<parameter>", "/sluice/configure/<node>/<parameter>", "/sluice/speak",
+                "/sluice/interrupt", "/sluice/cancel",
                 "/sluice/status", "/sluice/parameters",
                 "/sluice/pause", "/sluice/resume", "/sluice/quit",
             ]

@@ -46,40 +46,109 @@ public final class ServedGraph: Sendable {
     }
     private let speakerNames: [String]
     private let extraStatus: @Sendable () -> [String: any Sendable]
+    private let xruns: @Sendable () -> Int
+    /// The connections that watch, and what they are sent.
+    public let events = EventStream()
+    /// The descriptors of the text-driven nodes, for `configure`.
+    private let speakerDescriptors: [String: NodeDescriptor]
     private let quit: @Sendable () -> Void
     private let quitting = Atomic<Bool>(false)
 
     /// - Parameters:
-    ///   - extraStatus: fields `status` adds (the JACK device's xruns, its client name).
+    ///   - extraStatus: fields `status` adds (the JACK device's client name).
+    ///   - xruns: the device's xruns so far (`status`, and `xrun` events).
     ///   - quit: what `quit` does: fade out and end the run (called once).
     public init(
         graph: CompiledGraph, run: LiveRun, extraStatus: @escaping @Sendable () -> [String: any Sendable] = { [:] },
-        quit: @escaping @Sendable () -> Void
+        xruns: @escaping @Sendable () -> Int = { 0 }, quit: @escaping @Sendable () -> Void
     ) {
         graphName = graph.description.name
         self.run = run
         var speakers: [String: any TextDrivenSource] = [:]
+        var descriptors: [String: NodeDescriptor] = [:]
         for node in graph.nodes {
-            if let source = node.instance as? any TextDrivenSource { speakers[node.name] = source }
+            if let source = node.instance as? any TextDrivenSource {
+                speakers[node.name] = source
+                descriptors[node.name] = node.descriptor
+            }
         }
         self.speakers = speakers
+        speakerDescriptors = descriptors
         speakerNames = speakers.keys.sorted()
         self.extraStatus = extraStatus
+        self.xruns = xruns
         self.quit = quit
         spoken.withLock { spoken in for name in speakerNames { spoken[name] = Spoken() } }
-        // What was heard, from the markers the sink reached. Utterance ids are a node's own, so
-        // they are followed when the graph has one text-driven node (the speech graphs).
-        if speakerNames.count == 1 {
-            let name = speakerNames[0]
-            run.eventObserver = { [spoken] event in
-                guard event.kind == .marker, let marker = event.marker else { return }
-                spoken.withLock { spoken in
+        followRun()
+    }
+
+    /// Follows the run on its control thread: what was heard (from the markers the sinks
+    /// reached; utterance ids are a node's own, so with one text-driven node, as the speech
+    /// graphs have), and the events watchers are sent.
+    private func followRun() {
+        let speaker = speakerNames.count == 1 ? speakerNames[0] : nil
+        let watch = Watch(run: run, events: events, xruns: xruns)
+        run.eventObserver = { [spoken, events] event in
+            if let speaker, event.kind == .marker, let marker = event.marker {
+                let text = spoken.withLock { spoken -> String? in
                     switch marker.event {
-                    case .utteranceStart(let id): spoken[name]?.started.insert(Int(id.rawValue))
-                    case .utteranceEnd(let id): spoken[name]?.ended.insert(Int(id.rawValue))
-                    default: break
+                    case .utteranceStart(let id):
+                        spoken[speaker]?.started.insert(Int(id.rawValue))
+                        return spoken[speaker]?.texts[Int(id.rawValue)]
+                    case .utteranceEnd(let id):
+                        spoken[speaker]?.ended.insert(Int(id.rawValue))
+                        return spoken[speaker]?.texts[Int(id.rawValue)]
+                    default:
+                        return nil
                     }
                 }
+                switch marker.event {
+                case .utteranceStart(let id):
+                    events.emit("utterance-started", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
+                case .utteranceEnd(let id):
+                    events.emit("utterance-ended", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
+                default:
+                    break
+                }
+            }
+            watch.look()
+        }
+        run.statusObserver = { _ in watch.look() }
+    }
+
+    /// What the event stream notices by looking: new underruns and xruns, and levels.
+    private final class Watch: @unchecked Sendable {
+        // SAFETY (@unchecked Sendable): used only on the run's control thread.
+        let run: LiveRun
+        let events: EventStream
+        let xruns: @Sendable () -> Int
+        var underruns = 0
+        var xrunCount = 0
+        var lastLevel = 0.0
+
+        init(run: LiveRun, events: EventStream, xruns: @escaping @Sendable () -> Int) {
+            self.run = run
+            self.events = events
+            self.xruns = xruns
+        }
+
+        func look() {
+            guard !events.isEmpty else { return }
+            let underruns = run.playheads.map(\.underruns).reduce(0, +)
+            if underruns > self.underruns {
+                self.underruns = underruns
+                events.emit("underrun", ["underruns": underruns])
+            }
+            let xruns = xruns()
+            if xruns > xrunCount {
+                xrunCount = xruns
+                events.emit("xrun", ["xruns": xruns])
+            }
+            let now = monotonicSeconds()
+            if events.wantsLevels && now - lastLevel >= 0.1 {
+                lastLevel = now
+                let peak = run.playheads.map { Double($0.takePeak()) }.max() ?? 0
+                events.emit("level", ["peak": peak, "position": run.status.position])
             }
         }
     }
@@ -114,6 +183,7 @@ public final class ServedGraph: Sendable {
                 "graph": graphName, "state": "\(status.state)", "position": status.position,
                 "bufferedSeconds": status.bufferedSeconds,
                 "underruns": run.playheads.map(\.underruns).reduce(0, +),
+                "xruns": xruns(),
                 "paused": run.isPaused,
             ]
             fields.merge(extraStatus()) { _, new in new }
@@ -130,10 +200,16 @@ public final class ServedGraph: Sendable {
             return .success(["nodes": nodes, "speakers": speakerNames])
         case .pause:
             run.pause()
+            events.emit("paused")
             return .success([:])
         case .resume:
             run.resume()
+            events.emit("resumed")
             return .success([:])
+        case .configure(let node, let parameters):
+            return configure(node, parameters)
+        case .watch:
+            return .failure(ControlError(code: "watch-needs-socket", message: "watch works on the control socket, not over OSC"))
         case .quit:
             if !quitting.exchange(true, ordering: .acquiringAndReleasing) { quit() }
             return .success([:])
@@ -189,6 +265,42 @@ public final class ServedGraph: Sendable {
     /// last cancel, to the utterance: `heard` (utterances heard to their end), `partial` (the
     /// one cut off), `unheard` (how many were dropped before they began).
     private func cancel() -> Result<[String: any Sendable], ControlError> {
+        interrupt(changing: [:])
+    }
+
+    /// Carries out `request` for a socket client: `watch` keeps `connection` for events.
+    public func handle(_ request: ControlRequest, on connection: ControlConnection) -> Result<[String: any Sendable], ControlError> {
+        guard case .watch(let levels) = request else { return handle(request) }
+        events.add(connection, levels: levels)
+        return .success(["graph": graphName])
+    }
+
+    /// `configure`: the node's parameters checked against its descriptor, then an interrupt
+    /// that makes the provider again with them.
+    private func configure(_ node: String, _ given: [String: String]) -> Result<[String: any Sendable], ControlError> {
+        guard let descriptor = speakerDescriptors[node] else {
+            let close = closestNames(to: node, among: speakerNames, limit: 1)
+            return .failure(ControlError(
+                code: "unknown-node",
+                message: "no text-driven node '\(node)'; " + (close.isEmpty ? "text-driven nodes: \(speakerNames.joined(separator: ", "))" : "did you mean '\(close[0])'?")))
+        }
+        var values: [String: ParameterValue] = [:]
+        for (name, text) in given.sorted(by: { $0.key < $1.key }) {
+            guard let parameter = descriptor.parameter(named: name) else {
+                let close = closestNames(to: name, among: descriptor.parameters.map(\.name), limit: 1)
+                return .failure(ControlError(
+                    code: "unknown-parameter",
+                    message: "node '\(node)' (\(descriptor.typeName)) has no parameter '\(name)'" + (close.isEmpty ? "" : "; did you mean '\(close[0])'?")))
+            }
+            switch parameter.check(text) {
+            case .success(let value): values[name] = value
+            case .failure(let refusal): return .failure(ControlError(code: "out-of-range", message: refusal.message))
+            }
+        }
+        return interrupt(changing: values)
+    }
+
+    private func interrupt(changing values: [String: ParameterValue]) -> Result<[String: any Sendable], ControlError> {
         guard speakerNames.count == 1 else {
             return .failure(ControlError(
                 code: speakerNames.isEmpty ? "no-speaker" : "which-speaker",
@@ -199,9 +311,12 @@ public final class ServedGraph: Sendable {
         let name = speakerNames[0]
         // Hold the texts' lock: no speak slips in between the interrupt and the accounting.
         return spoken.withLock { spoken -> Result<[String: any Sendable], ControlError> in
-            guard let next = speakers[name]!.interrupt() else {
-                return .failure(ControlError(
-                    code: "cannot-interrupt", message: "node '\(name)' cannot drop what it was given; wait for it, or quit"))
+            guard let next = speakers[name]!.interrupt(changing: values) else {
+                return .failure(values.isEmpty
+                    ? ControlError(code: "cannot-interrupt", message: "node '\(name)' cannot drop what it was given; wait for it, or quit")
+                    : ControlError(
+                        code: "cannot-configure",
+                        message: "node '\(name)' could not be made again with \(values.keys.sorted().joined(separator: ", ")) changed (its plugin refused the values, or they would change its output format)"))
             }
             for playhead in run.playheads { playhead.discard(untilUtterance: next) }
             var record = spoken[name] ?? Spoken()
@@ -226,6 +341,7 @@ public final class ServedGraph: Sendable {
                 "node": name, "heard": heard.joined(separator: " "), "unheard": unheard, "granularity": "utterance",
             ]
             if let partial { fields["partial"] = partial }
+            events.emit("cancelled", fields)
             return .success(fields)
         }
     }

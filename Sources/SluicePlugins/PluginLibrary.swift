@@ -195,10 +195,12 @@ public final class PluginLibrary: @unchecked Sendable {
                 throw creationError(type, error, created: created)
             }
             // Barge-in replaces the instance with a fresh one of the same parameters.
-            let recreate = { [self] () -> UnsafeMutableRawPointer? in
+            let recreate = { [self] (changes: [String: ParameterValue]) -> UnsafeMutableRawPointer? in
                 var fresh = sluice_provider_t()
                 var error = sluice_error_t()
-                let created = CParameters.with(type.raw, parameters) { values, count in
+                var changed = parameters
+                for (name, value) in changes { changed[name] = value }
+                let created = CParameters.with(type.raw, changed) { values, count in
                     factory.pointee.create_provider!(factory, type.raw.pointee.type_name, values, count, &fresh, &error)
                 }
                 guard created, fresh.vtable == vtable else { return nil }

@@ -54,7 +54,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     private let cancelled = Atomic<Bool>(false)
     private let textFailure = Mutex<SourceFailure?>(nil)
     /// Makes a fresh instance with the node's parameters, for `interrupt`.
-    private let recreate: (() -> UnsafeMutableRawPointer?)?
+    private let recreate: (([String: ParameterValue]) -> UnsafeMutableRawPointer?)?
 
     /// The instance text calls go to, and the ones `interrupt` retired, which `produce`
     /// destroys once it no longer reads them. One text call at a time, as the ABI promises.
@@ -109,7 +109,8 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
-        vtable: UnsafePointer<sluice_provider_vtable_t>, recreate: (() -> UnsafeMutableRawPointer?)? = nil
+        vtable: UnsafePointer<sluice_provider_vtable_t>,
+        recreate: (([String: ParameterValue]) -> UnsafeMutableRawPointer?)? = nil
     ) throws(NodeCreationError) {
         let v = vtable.pointee
         let name = type.descriptor.typeName
@@ -249,12 +250,18 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     }
 
     /// Barge-in: the plugin's instance is cancelled (a read under way returns at once) and a
-    /// fresh one with the same parameters takes the text from now on; the text not yet spoken
+    /// fresh one with the same parameters (but `parameters`) takes the text from now on; the text not yet spoken
     /// is dropped. `produce` finishes the utterance under way with its end marker and a
     /// discontinuity, destroys the old instance, and reads the new one. Nil when the plugin's
     /// instance could not be made again (the stream then goes on as it was).
-    public func interrupt() -> UtteranceID? {
-        guard let recreate, let fresh = recreate() else { return nil }
+    public func interrupt(changing parameters: [String: ParameterValue]) -> UtteranceID? {
+        guard let recreate, let fresh = recreate(parameters) else { return nil }
+        // The graph was compiled for this format: a change of it is refused.
+        var raw = sluice_pcm_format_t()
+        guard vtable.pointee.get_format!(fresh, &raw), Self.format(raw) == format else {
+            vtable.pointee.destroy!(fresh)
+            return nil
+        }
         return textSide.withLock { side -> UtteranceID in
             vtable.pointee.cancel!(side.instance)
             side.retired.append(side.instance)

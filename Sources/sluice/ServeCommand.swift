@@ -56,9 +56,8 @@ struct ServeCommand: ParsableCommand {
         let devices = compiled.devices.compactMap { $0 as? JackDevice }
         let served = ServedGraph(
             graph: compiled, run: live,
-            extraStatus: {
-                ["xruns": devices.map(\.xruns).reduce(0, +), "jackClients": devices.compactMap(\.lastClientName)]
-            },
+            extraStatus: { ["jackClients": devices.compactMap(\.lastClientName)] },
+            xruns: { devices.map(\.xruns).reduce(0, +) },
             quit: {
                 for source in compiled.textSources { source.finishText() }
                 live.cancel()
@@ -69,10 +68,10 @@ struct ServeCommand: ParsableCommand {
         let report: RunReport
         do {
             let socketPath = control ?? ControlSocketServer.defaultPath(graph: compiled.description.name)
-            let socket = try ControlSocketServer(path: socketPath) { line in
+            let socket = try ControlSocketServer(path: socketPath) { line, connection in
                 let (request, id) = ControlJSON.parse(line)
                 let command = try? request.get().name
-                return ControlJSON.reply(request.flatMap(served.handle), command: command, id: id)
+                return ControlJSON.reply(request.flatMap { served.handle($0, on: connection) }, command: command, id: id)
             }
             defer { socket.stop() }
             var osc: OSCServer?
@@ -107,6 +106,8 @@ struct CtlCommand: ParsableCommand {
             sluice ctl set gain gain 0.5        # node, parameter, value
             sluice ctl speak "Hello." [--node voice] [--interrupt]
             sluice ctl cancel                   # barge-in: prints what was heard
+            sluice ctl configure voice rate=220 voice=en-us
+            sluice ctl watch [--levels]         # events, a line each, until the graph ends
             sluice ctl status | parameters | pause | resume | quit
             sluice ctl --json '{"command":"status"}'
 
@@ -127,15 +128,35 @@ struct CtlCommand: ParsableCommand {
     @Flag(name: .long, help: "For speak: speak instead of what plays and is queued (barge-in), not after it.")
     var interrupt = false
 
+    @Flag(name: .long, help: "For watch: also the output's peak level, about ten times a second.")
+    var levels = false
+
     @Option(name: .long, help: "Send this JSON request line as it is.")
     var json: String?
 
-    @Argument(help: "set NODE PARAMETER VALUE | speak TEXT | cancel | status | parameters | pause | resume | quit")
+    @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | status | parameters | pause | resume | quit")
     var words: [String] = []
 
     func run() throws {
         let line = try requestLine()
         let path = try socket ?? ControlSocketServer.defaultPath(graph: servedGraphName())
+        if words.first == "watch" {
+            // The reply, then every event, until the graph ends (or Ctrl-C).
+            var accepted = true
+            do {
+                try ControlClient.stream(line, to: path) { text in
+                    // Unbuffered: each event reaches a pipe as it happens.
+                    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+                    if accepted, text.contains(#""ok":false"#) { accepted = false }
+                    return accepted
+                }
+            } catch {
+                printError("error: \(error.message)")
+                throw ExitCode(1)
+            }
+            if !accepted { throw ExitCode(1) }
+            return
+        }
         let reply: String
         do {
             reply = try ControlClient.send(line, to: path)
@@ -154,7 +175,7 @@ struct CtlCommand: ParsableCommand {
             return json
         }
         guard let command = words.first else {
-            throw ValidationError("name a command: set, speak, cancel, status, parameters, pause, resume or quit")
+            throw ValidationError("name a command: set, speak, cancel, configure, watch, status, parameters, pause, resume or quit")
         }
         var object: [String: Any] = ["command": command]
         switch command {
@@ -165,6 +186,20 @@ struct CtlCommand: ParsableCommand {
             object["node"] = words[1]
             object["parameter"] = words[2]
             object["value"] = value
+        case "configure":
+            guard words.count >= 3 else { throw ValidationError("usage: sluice ctl configure NODE NAME=VALUE …") }
+            object["node"] = words[1]
+            var parameters: [String: String] = [:]
+            for assignment in words.dropFirst(2) {
+                guard let equals = assignment.firstIndex(of: "="), equals != assignment.startIndex else {
+                    throw ValidationError("'\(assignment)' is not NAME=VALUE")
+                }
+                parameters[String(assignment[..<equals])] = String(assignment[assignment.index(after: equals)...])
+            }
+            object["parameters"] = parameters
+        case "watch":
+            guard words.count == 1 else { throw ValidationError("'watch' takes no arguments (--levels adds levels)") }
+            object["levels"] = levels
         case "speak":
             guard words.count >= 2 else { throw ValidationError("usage: sluice ctl speak TEXT [--node NODE]") }
             object["text"] = words.dropFirst().joined(separator: " ")

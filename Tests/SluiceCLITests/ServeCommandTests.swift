@@ -375,6 +375,56 @@ import Testing
         #expect(status["underruns"] as? Int == 0 || (status["xruns"] as? Int ?? 0) > 0, "\(status)")
     }
 
+    @Test("watch streams what is heard; configure changes the provider's rate for what follows and refuses bad values")
+    func watchAndConfigure() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-watch-ear-\(getpid())", channels: 2, capacityFrames: 30 * Self.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let served = try Served(
+            graph: try speechGraph(in: folder, client: "serve-watch-\(getpid())", recorder: recorder),
+            socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+        let watcher = try UnixLineConnection(socket: served.socket)
+        #expect(try watcher.exchange(#"{"command":"watch"}"#).contains(#""ok":true"#))
+
+        let sentence = "The same sentence, twice over."
+        #expect(try served.ctl(["speak", sentence]).status == 0)
+        var events: [[String: Any]] = []
+        while events.count < 2, let line = watcher.readLine(timeout: 10) {
+            events.append(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:])
+        }
+        #expect(events.map { $0["event"] as? String } == ["utterance-started", "utterance-ended"], "\(events)")
+        #expect(events.allSatisfy { $0["text"] as? String == sentence && $0["utterance"] as? Int == 0 })
+
+        let wrong = try served.ctl(["configure", "voice", "rat=350"])
+        #expect((wrong.reply["error"] as? [String: Any])?["code"] as? String == "unknown-parameter")
+        let range = try served.ctl(["configure", "voice", "rate=5000"])
+        #expect((range.reply["error"] as? [String: Any])?["code"] as? String == "out-of-range")
+        let faster = try served.ctl(["configure", "voice", "rate=350"])
+        #expect(faster.status == 0, "\(faster.reply)")
+        #expect(watcher.readLine(timeout: 5)?.contains(#""event":"cancelled""#) == true)
+        usleep(400_000)
+        #expect(try served.ctl(["speak", sentence]).status == 0)
+        var ended = false
+        while !ended, let line = watcher.readLine(timeout: 10) { ended = line.contains("utterance-ended") }
+        #expect(ended)
+        usleep(300_000)
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        recorder.stop()
+
+        // The same sentence at twice the rate (words a minute) takes about half as long.
+        let spans = stretches(recorder.samples(channel: 0))
+        #expect(spans.count == 2, "\(spans)")
+        if spans.count == 2 {
+            let ratio = Double(spans[1].length) / Double(spans[0].length)
+            #expect(ratio > 0.35 && ratio < 0.7, "rate 350 against 175: \(ratio) of the length")
+        }
+    }
+
     @Test("malformed and wrong requests are answered with errors while the graph plays on")
     func badRequestsAreAnswered() throws {
         let server = try JackTestServer.shared()
@@ -495,6 +545,21 @@ final class UnixLineConnection {
     }
 
     deinit { close(handle) }
+
+    /// The next line that arrives within `timeout` seconds, or nil.
+    func readLine(timeout: Double) -> String? {
+        var line: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            var poller = pollfd(fd: handle, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            var byte: UInt8 = 0
+            guard recv(handle, &byte, 1, 0) == 1 else { return nil }
+            if byte == 0x0a { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
+        return nil
+    }
 
     func exchange(_ line: String) throws -> String {
         let bytes = Array((line + "\n").utf8)

@@ -1,3 +1,19 @@
+extension ParameterDescriptor {
+    /// Checks a value given as text (a control client's) as a graph file's value is checked:
+    /// the checked value, or a sentence saying what the parameter accepts.
+    public func check(_ text: String) -> Result<ParameterValue, ParameterRefusal> {
+        ParameterChecking.check(.scalar(text, quoted: false), as: type).mapError {
+            ParameterRefusal(message: "'\(name)' " + $0.message + ($0.fix.map { "; \($0)" } ?? ""))
+        }
+    }
+}
+
+/// Why a parameter's value was refused, in a sentence.
+public struct ParameterRefusal: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
 /// Turns a parameter's raw text into a checked value, or says what is wrong with it.
 enum ParameterChecking {
     /// - Returns: the value, or a sentence saying what the parameter accepts.

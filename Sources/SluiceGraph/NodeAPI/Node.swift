@@ -151,6 +151,10 @@ public protocol TextDrivenSource: SourceNode {
     /// will follow (every marker before its start belongs to the dropped text), or nil when
     /// the source cannot (the default).
     func interrupt() -> UtteranceID?
+    /// [control-thread] An `interrupt` that also changes the source's parameters (checked by the
+    /// caller against its descriptor) for the text that follows: a voice, a rate. Nil when
+    /// the source cannot, or the values would change its output format.
+    func interrupt(changing parameters: [String: ParameterValue]) -> UtteranceID?
     /// [source-thread] Whether every utterance received so far has been spoken to its end and no
     /// more text waits: the stream pauses here until more text comes. False by default.
     var hasSpokenAllText: Bool { get }
@@ -159,7 +163,8 @@ public protocol TextDrivenSource: SourceNode {
 extension TextDrivenSource {
     public func receive(text: String, at offset: Int) { receive(text: text) }
     public var hasSpokenAllText: Bool { false }
-    public func interrupt() -> UtteranceID? { nil }
+    public func interrupt() -> UtteranceID? { interrupt(changing: [:]) }
+    public func interrupt(changing parameters: [String: ParameterValue]) -> UtteranceID? { nil }
 }
 
 /// A text-driven source that takes an utterance piece by piece: `beginUtterance(at:)`, any

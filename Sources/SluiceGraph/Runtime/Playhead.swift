@@ -43,6 +43,8 @@ public final class Playhead: @unchecked Sendable {
     /// Barge-in: the first utterance id to play again after a `discard`; -1 when none.
     private let discardUntilValue = Atomic<Int>(-1)
     private let discardedFramesValue = Atomic<Int>(0)
+    /// The largest |sample| played since `takePeak` last read it, as Float bits.
+    private let peakBits = Atomic<UInt32>(0)
     /// Set by the device thread once a pause has faded out, cleared on resume.
     private let pausedValue = Atomic<Bool>(false)
     /// Monotonic wall seconds, as bits, when the first audio was rendered; 0 before.
@@ -183,6 +185,12 @@ public final class Playhead: @unchecked Sendable {
     /// dropped frames count in `discardedFrames`, not as heard; their markers are not posted.
     public func discard(untilUtterance utterance: UtteranceID) {
         discardUntilValue.store(Int(utterance.rawValue), ordering: .releasing)
+    }
+
+    /// [any-thread] The largest absolute sample played since the last call (a level meter's
+    /// reading), and starts over.
+    public func takePeak() -> Float {
+        Float(bitPattern: peakBits.exchange(0, ordering: .relaxed))
     }
 
     /// Frames dropped by `discard` (they advanced the stream position unheard).
@@ -455,6 +463,10 @@ public final class Playhead: @unchecked Sendable {
     private func take(_ frames: Int, into output: UnsafeMutablePointer<Float>) -> Int {
         guard frames > 0 else { return 0 }
         let copied = audio.pop(into: UnsafeMutableBufferPointer(start: output, count: frames * channels)) / channels
+        var peak = Float(bitPattern: peakBits.load(ordering: .relaxed))
+        let before = peak
+        for index in 0..<(copied * channels) { peak = max(peak, abs(output[index])) }
+        if peak > before { peakBits.store(peak.bitPattern, ordering: .relaxed) }
         let start = streamFramesValue.load(ordering: .relaxed)
         let end = start + copied
         streamFramesValue.store(end, ordering: .releasing)
