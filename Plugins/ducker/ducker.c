@@ -40,8 +40,10 @@ static const sluice_port_descriptor_t ducker_outputs[] = {
     {"out", SLUICE_MEDIUM_FRAMES, "`in` with the ducking gain applied"},
 };
 
+/* Every entry carries its `size` (common.h, "Growing the ABI") and its flags (none). */
 #define DUCKER_PARAM(name, minimum, maximum, fallback, unit, summary) \
-    {name, SLUICE_PARAM_NUMBER, minimum, maximum, NULL, 0, false, true, {fallback, 0, false, NULL}, unit, summary}
+    {name, SLUICE_PARAM_NUMBER, minimum, maximum, NULL, 0, false, true, {fallback, 0, false, NULL}, unit, summary, \
+     sizeof(sluice_param_descriptor_t), 0}
 
 static const sluice_param_descriptor_t ducker_params[] = {
     DUCKER_PARAM("depth", 0, 60, 12, "dB", "How far `in` is lowered while the speech sounds."),
@@ -60,6 +62,7 @@ static const sluice_node_descriptor_t ducker_descriptor = {
     ducker_inputs, 2,
     ducker_outputs, 1,
     ducker_params, PARAM_COUNT,
+    sizeof(sluice_node_descriptor_t),
 };
 
 /* MARK: Instance */
@@ -154,6 +157,7 @@ static void ducker_destroy(void *instance) {
 
 static const sluice_processor_vtable_t ducker_vtable = {
     ducker_activate, ducker_process, ducker_reset, ducker_deactivate, ducker_destroy,
+    sizeof(sluice_processor_vtable_t),
 };
 
 /* MARK: Factory */

@@ -51,7 +51,8 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     /// (SLUICE_PROVIDER_INCREMENTAL_TEXT).
     public let acceptsIncrementalText: Bool
     private let instance: UnsafeMutableRawPointer
-    private let vtable: UnsafePointer<sluice_provider_vtable_t>
+    /// The plugin's vtable in the host's layout (GrownStruct): functions its version lacks are NULL.
+    private let vtable: sluice_provider_vtable_t
     private let cancelled = Atomic<Bool>(false)
     private let textFailure = Mutex<SourceFailure?>(nil)
     private let textLock = Mutex<Void>(())
@@ -94,9 +95,8 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
-        vtable: UnsafePointer<sluice_provider_vtable_t>
+        functions v: sluice_provider_vtable_t
     ) throws(NodeCreationError) {
-        let v = vtable.pointee
         let name = type.descriptor.typeName
         guard v.get_format != nil, v.begin_utterance != nil, v.push_text != nil, v.end_utterance != nil,
             v.end_text != nil, v.read != nil, v.cancel != nil, v.destroy != nil
@@ -115,11 +115,11 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         self.format = format
         acceptsIncrementalText = (v.get_capabilities?(instance) ?? 0) & UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) != 0
         self.instance = instance
-        self.vtable = vtable
+        vtable = v
     }
 
     deinit {
-        vtable.pointee.destroy!(instance)
+        vtable.destroy!(instance)
     }
 
     static func format(_ raw: sluice_pcm_format_t) -> PCMFormat? {
@@ -165,9 +165,9 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         }
         // A stored utterance never reaches the plugin: its turn plays the stored audio.
         guard !cached else { return }
-        textCall { instance, error in vtable.pointee.begin_utterance!(instance, error) }
+        textCall { instance, error in vtable.begin_utterance!(instance, error) }
         push(text, growingSpan: false)
-        textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
+        textCall { instance, error in vtable.end_utterance!(instance, error) }
     }
 
     /// [control-thread] Starts an utterance whose text follows in `push(text:)` calls, placed after
@@ -183,7 +183,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             plan.utterances.append(PlannedUtterance(start: offset, end: offset, complete: false))
             plan.nextOffset = offset
         }
-        textCall { instance, error in vtable.pointee.begin_utterance!(instance, error) }
+        textCall { instance, error in vtable.begin_utterance!(instance, error) }
     }
 
     /// [control-thread] Appends text (a token, a word) to the current utterance.
@@ -204,7 +204,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             text.withUTF8 { bytes in
                 // SAFETY: `bytes` is valid for the call; the ABI says the plugin copies it.
                 bytes.withMemoryRebound(to: CChar.self) { chars in
-                    vtable.pointee.push_text!(instance, chars.baseAddress, chars.count, error)
+                    vtable.push_text!(instance, chars.baseAddress, chars.count, error)
                 }
             }
         }
@@ -216,11 +216,11 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             guard !plan.utterances.isEmpty else { return }
             plan.utterances[plan.utterances.count - 1].complete = true
         }
-        textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
+        textCall { instance, error in vtable.end_utterance!(instance, error) }
     }
 
     public func finishText() {
-        textLock.withLock { _ in vtable.pointee.end_text!(instance) }
+        textLock.withLock { _ in vtable.end_text!(instance) }
     }
 
     /// Calls a text function (one at a time, as the ABI promises the plugin) and keeps its
@@ -252,7 +252,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         var error = sluice_error_t()
         // SAFETY: `base` addresses `room.count` writable bytes of the output edge for this
         // call; the plugin writes at most `capacity` bytes and reports how many (checked below).
-        let status = vtable.pointee.read!(instance, base, room.count, &written, &error)
+        let status = vtable.read!(instance, base, room.count, &written, &error)
         switch status {
         case sluice_read_status_t(SLUICE_READ_DATA):
             guard written > 0, written <= room.count else {
@@ -364,14 +364,14 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     public func cancel() {
         cancelled.store(true, ordering: .releasing)
-        vtable.pointee.cancel!(instance)
+        vtable.cancel!(instance)
     }
 
     // MARK: Counters
 
     /// [any-thread] The plugin's counters (`get_counters`), by name; empty when it keeps none.
     public func counters() -> [String: Int] {
-        guard let getCounters = vtable.pointee.get_counters else { return [:] }
+        guard let getCounters = vtable.get_counters else { return [:] }
         var capacity: UInt32 = 16
         while true {
             var buffer = [sluice_counter_t](repeating: sluice_counter_t(), count: Int(capacity))

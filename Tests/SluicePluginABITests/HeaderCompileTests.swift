@@ -52,7 +52,9 @@ import Testing
 
     @Test("the header set is the one the docs name")
     func headerSet() {
-        #expect(Self.headers == ["common.h", "descriptor.h", "entry.h", "factory.h", "processor.h", "provider.h", "sluice.h"])
+        #expect(Self.headers == [
+            "common.h", "descriptor.h", "entry.h", "events.h", "factory.h", "processor.h", "provider.h", "sluice.h",
+        ])
     }
 
     @Test("each header alone, strict C11 and C++17", arguments: dialects)
@@ -74,12 +76,30 @@ import Testing
                 sluice_pcm_format_t format = {SLUICE_SAMPLE_S16LE, 24000, 1};
                 sluice_param_value_t value;
                 sluice_process_t process;
+                sluice_param_event_t change;
+                sluice_marker_event_t marker;
+                const sluice_event_header_t *events[2];
                 memset(&error, 0, sizeof error);
                 memset(&value, 0, sizeof value);
                 memset(&process, 0, sizeof process);
+                memset(&change, 0, sizeof change);
+                memset(&marker, 0, sizeof marker);
+                change.header.kind = SLUICE_EVENT_PARAM;
+                marker.header.kind = SLUICE_EVENT_MARKER;
+                marker.marker = SLUICE_MARKER_TEXT_SPAN;
+                marker.flags = SLUICE_MARKER_DISCONTINUOUS;
+                events[0] = &change.header;
+                events[1] = &marker.header;
+                process.size = (uint32_t)sizeof process;
+                process.event_count = 2;
+                process.events = events;
                 (void)format;
-                return entry->abi_version == SLUICE_ABI_VERSION && factory->count != NULL
+                return entry->abi_version == SLUICE_ABI_VERSION && SLUICE_ABI_VERSION_MIN <= SLUICE_ABI_VERSION
+                    && factory->count != NULL
                     && provider->vtable->read != NULL && processor->vtable->process != NULL
+                    && processor->vtable->size >= sizeof(sluice_processor_vtable_t)
+                    && SLUICE_HAS_FIELD(&process, sluice_process_t, events)
+                    && (SLUICE_PARAM_LIVE & 1u) != 0
                     && sizeof(sluice_node_descriptor_t) > 0 && SLUICE_READ_ERROR < 0 && SLUICE_PROCESS_ERROR < 0;
             }
             int main(void) { return touch(NULL, NULL, NULL, NULL) ? 1 : 0; }
@@ -104,7 +124,8 @@ import Testing
 
     @Test("the values Swift sees match the header")
     func constants() {
-        #expect(SLUICE_ABI_VERSION == 1)
+        #expect(SLUICE_ABI_VERSION == 2)
+        #expect(SLUICE_ABI_VERSION_MIN == 1)
         #expect(SLUICE_PLUGIN_ENTRY_SYMBOL == "sluice_plugin_entry")
         #expect(SLUICE_NODE_FACTORY_ID == "sluice.node-factory/1")
         #expect(MemoryLayout<sluice_error_t>.size == 512)
