@@ -138,6 +138,7 @@ func processorActivate(
     _ errorOut: UnsafeMutablePointer<sluice_error_t>?
 ) -> Bool {
     ProcessorBox.with(instance) { box in
+        ProcessEvents.rehearse()
         do throws(PluginError) {
             try box.processor.activate(sampleRate: Int(rate), maximumFrames: Int(maximumFrames), channels: Int(channels))
             return true

@@ -101,6 +101,35 @@ public struct ProcessEvents: RandomAccessCollection {
     }
 }
 
+extension ProcessEvents {
+    /// [control-thread] Reads one event of each kind from a list of its own, so what Swift's
+    /// runtime sets up on a path's first use (the event structs' metadata) happens in
+    /// `activate`, not in the first `process` that carries an event.
+    static func rehearse() {
+        var change = sluice_param_event_t()
+        change.header = sluice_event_header_t(
+            size: UInt32(MemoryLayout<sluice_param_event_t>.size), kind: sluice_event_kind_t(SLUICE_EVENT_PARAM), offset: 0,
+            reserved: 0)
+        var marker = sluice_marker_event_t()
+        marker.header = sluice_event_header_t(
+            size: UInt32(MemoryLayout<sluice_marker_event_t>.size), kind: sluice_event_kind_t(SLUICE_EVENT_MARKER), offset: 0,
+            reserved: 0)
+        withUnsafePointer(to: &change) { change in
+            withUnsafePointer(to: &marker) { marker in
+                // SAFETY: both events live for this closure; each starts with its header.
+                let list: [UnsafePointer<sluice_event_header_t>?] = [
+                    UnsafeRawPointer(change).assumingMemoryBound(to: sluice_event_header_t.self),
+                    UnsafeRawPointer(marker).assumingMemoryBound(to: sluice_event_header_t.self),
+                ]
+                list.withUnsafeBufferPointer { list in
+                    let events = ProcessEvents(list: list.baseAddress, count: list.count)
+                    for index in 0..<events.count { _ = events[index].offset }
+                }
+            }
+        }
+    }
+}
+
 /// One event of a `process` call.
 public enum ProcessEvent: Sendable, Hashable {
     /// Live parameter `index` (in the node description's `parameters`) takes `value` from

@@ -125,7 +125,13 @@ public class PluginProcessorNode: ProcessorNode {
         self.call = call
         inputs = LockstepInputs(count: inputCount)
         if takesEvents {
-            events = PluginEventList(capacity: Self.eventCapacity(inputs: inputCount))
+            let events = PluginEventList(capacity: Self.eventCapacity(inputs: inputCount))
+            // One event of each kind, at once forgotten: what Swift's runtime sets up on a
+            // path's first use is set up here, not on the audio thread's first change.
+            events.append(parameter: 0, value: 0)
+            events.append(Marker(position: 0, event: .discontinuity), input: 0)
+            events.clear()
+            self.events = events
             let scratch = UnsafeMutablePointer<Float>.allocate(capacity: channels)
             scratch.initialize(repeating: 0, count: channels)
             self.scratch = scratch
