@@ -187,7 +187,8 @@ public class PluginProcessorNode: ProcessorNode {
         guard let inputs, port < inputCount else { return }
         // Every marker reaches the plugin, each input's end of stream once (a repeated one is
         // not news); downstream sees exactly what it saw before events existed.
-        let repeatedEnd = marker.event == .endOfStream && inputs.hasEnded(port)
+        var repeatedEnd = false
+        if case .endOfStream = marker.event { repeatedEnd = inputs.hasEnded(port) }
         if let events, !repeatedEnd {
             if events.isFull { flushEvents() }
             events.append(marker, input: port)
@@ -204,15 +205,17 @@ public class PluginProcessorNode: ProcessorNode {
         events.append(parameter: change.parameter, value: change.value)
     }
 
-    /// Points the call at the waiting events.
+    /// [audio-thread] Points the call at the waiting events.
     @inline(__always)
     private func attachEvents(to call: UnsafeMutablePointer<sluice_process_t>) {
         guard let events, events.count > 0 else { return }
+        // SAFETY: `call` and the list live until `deactivate`; the plugin reads the list only
+        // during the call, after which `detachEvents` clears it.
         call.pointee.event_count = UInt32(events.count)
         call.pointee.events = UnsafePointer(events.pointers)
     }
 
-    /// The plugin has seen the events: they are gone.
+    /// [audio-thread] The plugin has seen the events: they are gone.
     @inline(__always)
     private func detachEvents(from call: UnsafeMutablePointer<sluice_process_t>) {
         guard let events, call.pointee.event_count > 0 else { return }
@@ -278,6 +281,7 @@ public class PluginProcessorNode: ProcessorNode {
 /// Only types with a live parameter are made as this class, so a graph's live controls
 /// (`ParameterControl`) list exactly the nodes that have some.
 final class LivePluginProcessorNode: PluginProcessorNode, LiveParameterNode {
+    /// [audio-thread] Queues the change for the plugin's next call; allocates nothing.
     func apply(_ change: ParameterChange) {
         queue(change)
     }
