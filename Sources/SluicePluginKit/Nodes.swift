@@ -47,7 +47,8 @@ public struct ProcessBlock {
         return UnsafeMutableBufferPointer(start: raw.pointee.outputs[port], count: frames * channels)
     }
 
-    /// The live parameter changes and markers this call carries, in order of offset.
+    /// [audio-thread] The live parameter changes and markers this call carries, in order of
+    /// offset.
     public var events: ProcessEvents {
         // `events` came with version 2, and a host loads only plugins of its version or
         // older, so every host that runs this kit's plugins has it: no `size` check needed
@@ -69,6 +70,7 @@ public struct ProcessEvents: RandomAccessCollection {
     public var startIndex: Int { 0 }
     public var endIndex: Int { count }
 
+    /// [audio-thread] Event `index`, read from the host's struct; allocates nothing.
     public subscript(index: Int) -> ProcessEvent {
         precondition(index >= 0 && index < count, "no event \(index)")
         // SAFETY: the host gives `event_count` pointers to events that start with a header
