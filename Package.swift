@@ -79,6 +79,8 @@ let package = Package(
         .library(name: "test-plugin-wrong-abi", type: .dynamic, targets: ["TestPluginWrongABI"]),
         .library(name: "test-plugin-no-entry", type: .dynamic, targets: ["TestPluginNoEntry"]),
         .library(name: "test-plugin-swift", type: .dynamic, targets: ["TestPluginSwift"]),
+        .library(name: "test-plugin-events", type: .dynamic, targets: ["TestPluginEvents"]),
+        .library(name: "test-plugin-abi-v1", type: .dynamic, targets: ["TestPluginABIv1"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -222,6 +224,15 @@ let package = Package(
         ),
         .target(name: "TestPluginNoEntry", path: "Tests/Plugins/no-entry", publicHeadersPath: "."),
         swiftPlugin("TestPluginSwift", path: "Tests/Plugins/swift-test"),
+        .target(
+            name: "TestPluginEvents", dependencies: ["SluicePluginABI"], path: "Tests/Plugins/events",
+            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])]
+        ),
+        // Built against ABI version 1's headers, kept in its folder (not SluicePluginABI's).
+        .target(
+            name: "TestPluginABIv1", path: "Tests/Plugins/abi-v1", publicHeadersPath: ".",
+            cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("pthread")]
+        ),
 
         // MARK: Tests (mirror Sources)
         .testTarget(name: "SluiceRTTests", dependencies: ["SluiceRT", "SluiceTestSupport"]),
@@ -273,7 +284,7 @@ let package = Package(
             name: "SluicePluginsTests",
             dependencies: [
                 "SluicePlugins", "SluicePluginABI", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio",
-                "SluiceTestSupport",
+                "SluiceTestSupport", "SluiceTestKit",
             ]
         ),
     ]

@@ -21,6 +21,15 @@
  * with D = 10^(-depth/20), T = 10^(threshold/20), H = round(hold * rate),
  * A = exp(-1 / (attack * rate)) (0 when attack is 0), R likewise from release.
  * State (g, since) persists across calls and is cleared by reset.
+ *
+ * `depth` is live: a change to depth d applying from frame k (a parameter event, events.h)
+ * moves D to D' = 10^(-d/20) in a straight line over M = round(ramp * rate) frames, so a change
+ * never clicks, even with attack and release 0:
+ *
+ *     D(k + i) = D(k-1) + (D' - D(k-1)) * (i + 1) / M     for i = 0 … M-1, then D'
+ *
+ * (at once when M is 0; a change during a ramp starts a new one from where D is). The
+ * formula above then uses D(n) for D. Markers (the other events) leave the ducker alone.
  */
 #include <math.h>
 #include <stdio.h>
@@ -40,18 +49,23 @@ static const sluice_port_descriptor_t ducker_outputs[] = {
     {"out", SLUICE_MEDIUM_FRAMES, "`in` with the ducking gain applied"},
 };
 
-#define DUCKER_PARAM(name, minimum, maximum, fallback, unit, summary) \
-    {name, SLUICE_PARAM_NUMBER, minimum, maximum, NULL, 0, false, true, {fallback, 0, false, NULL}, unit, summary}
+/* Every entry carries its `size` (common.h, "Growing the ABI") and its flags. */
+#define DUCKER_PARAM(name, minimum, maximum, fallback, unit, flags, summary) \
+    {name, SLUICE_PARAM_NUMBER, minimum, maximum, NULL, 0, false, true, {fallback, 0, false, NULL}, unit, summary, \
+     sizeof(sluice_param_descriptor_t), flags}
 
 static const sluice_param_descriptor_t ducker_params[] = {
-    DUCKER_PARAM("depth", 0, 60, 12, "dB", "How far `in` is lowered while the speech sounds."),
-    DUCKER_PARAM("threshold", -90, 0, -40, "dBFS", "Speech peaks above this level key the ducking."),
-    DUCKER_PARAM("attack", 0, 1, 0.01, "s", "Time constant of the fall when speech starts; 0 is instant."),
-    DUCKER_PARAM("hold", 0, 2, 0.1, "s", "How long the key stays on after the last loud speech sample."),
-    DUCKER_PARAM("release", 0, 5, 0.3, "s", "Time constant of the rise once the key is off; 0 is instant."),
+    DUCKER_PARAM("depth", 0, 60, 12, "dB", SLUICE_PARAM_LIVE,
+                 "How far `in` is lowered while the speech sounds; may change while playing, over `ramp`."),
+    DUCKER_PARAM("threshold", -90, 0, -40, "dBFS", 0, "Speech peaks above this level key the ducking."),
+    DUCKER_PARAM("attack", 0, 1, 0.01, "s", 0, "Time constant of the fall when speech starts; 0 is instant."),
+    DUCKER_PARAM("hold", 0, 2, 0.1, "s", 0, "How long the key stays on after the last loud speech sample."),
+    DUCKER_PARAM("release", 0, 5, 0.3, "s", 0, "Time constant of the rise once the key is off; 0 is instant."),
+    DUCKER_PARAM("ramp", 0, 10, 0.02, "s", 0,
+                 "How long a depth change takes while playing: a straight line, so it never clicks."),
 };
 
-enum { PARAM_DEPTH, PARAM_THRESHOLD, PARAM_ATTACK, PARAM_HOLD, PARAM_RELEASE, PARAM_COUNT };
+enum { PARAM_DEPTH, PARAM_THRESHOLD, PARAM_ATTACK, PARAM_HOLD, PARAM_RELEASE, PARAM_RAMP, PARAM_COUNT };
 
 static const sluice_node_descriptor_t ducker_descriptor = {
     "ducker",
@@ -60,18 +74,23 @@ static const sluice_node_descriptor_t ducker_descriptor = {
     ducker_inputs, 2,
     ducker_outputs, 1,
     ducker_params, PARAM_COUNT,
+    sizeof(sluice_node_descriptor_t),
 };
 
 /* MARK: Instance */
 
 typedef struct ducker {
     /* Parameters, as created. */
-    double depth_db, threshold_db, attack_s, hold_s, release_s;
+    double depth_db, threshold_db, attack_s, hold_s, release_s, ramp_s;
     /* Derived at activate. */
-    double duck_gain, threshold, attack_coefficient, release_coefficient;
-    uint64_t hold_frames;
+    double threshold, attack_coefficient, release_coefficient;
+    uint64_t hold_frames, ramp_frames;
     uint32_t channels;
     bool active;
+    /* D, moving towards `duck_target` by `duck_step` for `ramp_left` more frames. Live
+     * changes persist across reset, as a fader's gain does. */
+    double duck_gain, duck_target, duck_step;
+    uint64_t ramp_left;
     /* Stream state, cleared by reset. */
     double gain;
     uint64_t since;
@@ -95,6 +114,10 @@ static bool ducker_activate(void *instance, uint32_t sample_rate, uint32_t max_f
         return false;
     }
     self->duck_gain = pow(10.0, -self->depth_db / 20.0);
+    self->duck_target = self->duck_gain;
+    self->duck_step = 0.0;
+    self->ramp_left = 0;
+    self->ramp_frames = (uint64_t)llround(self->ramp_s * (double)sample_rate);
     self->threshold = pow(10.0, self->threshold_db / 20.0);
     self->attack_coefficient = coefficient(self->attack_s, sample_rate);
     self->release_coefficient = coefficient(self->release_s, sample_rate);
@@ -106,6 +129,22 @@ static bool ducker_activate(void *instance, uint32_t sample_rate, uint32_t max_f
     return true;
 }
 
+/* A parameter event: `depth` starts a ramp to its new D from this frame. */
+static void ducker_apply(ducker_t *self, const sluice_event_header_t *header) {
+    if (header->kind != SLUICE_EVENT_PARAM || header->size < sizeof(sluice_param_event_t)) return;
+    const sluice_param_event_t *event = (const sluice_param_event_t *)header;
+    if (event->param_index != PARAM_DEPTH) return;
+    self->depth_db = event->value;
+    self->duck_target = pow(10.0, -event->value / 20.0);
+    if (self->ramp_frames == 0) {
+        self->duck_gain = self->duck_target;
+        self->ramp_left = 0;
+    } else {
+        self->duck_step = (self->duck_target - self->duck_gain) / (double)self->ramp_frames;
+        self->ramp_left = self->ramp_frames;
+    }
+}
+
 static sluice_process_status_t ducker_process(void *instance, const sluice_process_t *process) {
     ducker_t *self = (ducker_t *)instance;
     if (!self->active || process->input_count != 2 || process->output_count != 1) return SLUICE_PROCESS_ERROR;
@@ -115,7 +154,17 @@ static sluice_process_status_t ducker_process(void *instance, const sluice_proce
     const uint32_t channels = process->channels;
     double gain = self->gain;
     uint64_t since = self->since;
+    /* Events arrive in order of offset: each applies before the frame at its offset. */
+    uint32_t next = 0;
     for (uint32_t n = 0; n < process->frames; n++) {
+        while (next < process->event_count && process->events[next]->offset <= n) {
+            ducker_apply(self, process->events[next++]);
+        }
+        if (self->ramp_left > 0) {
+            self->ramp_left--;
+            /* Land exactly on the target, whatever rounding the steps accumulated. */
+            self->duck_gain = self->ramp_left == 0 ? self->duck_target : self->duck_gain + self->duck_step;
+        }
         float peak = 0.0f;
         for (uint32_t c = 0; c < channels; c++) {
             float level = fabsf(speech[n * channels + c]);
@@ -133,6 +182,8 @@ static sluice_process_status_t ducker_process(void *instance, const sluice_proce
             out[n * channels + c] = (float)((double)in[n * channels + c] * gain);
         }
     }
+    /* Events of a call of 0 frames (or past its last frame) apply from the next call on. */
+    while (next < process->event_count) ducker_apply(self, process->events[next++]);
     self->gain = gain;
     self->since = since;
     return SLUICE_PROCESS_CONTINUE;
@@ -154,6 +205,7 @@ static void ducker_destroy(void *instance) {
 
 static const sluice_processor_vtable_t ducker_vtable = {
     ducker_activate, ducker_process, ducker_reset, ducker_deactivate, ducker_destroy,
+    sizeof(sluice_processor_vtable_t),
 };
 
 /* MARK: Factory */
@@ -193,12 +245,13 @@ static bool factory_create_processor(const sluice_node_factory_t *factory, const
         fail(error, "out-of-memory", "cannot allocate a ducker");
         return false;
     }
-    /* Every parameter has a default, so the host passes all five; match them by name. */
+    /* Every parameter has a default, so the host passes all six; match them by name. */
     self->depth_db = 12;
     self->threshold_db = -40;
     self->attack_s = 0.01;
     self->hold_s = 0.1;
     self->release_s = 0.3;
+    self->ramp_s = 0.02;
     for (uint32_t i = 0; i < param_count; i++) {
         const char *name = params[i].name;
         const double value = params[i].value.number;
@@ -207,6 +260,7 @@ static bool factory_create_processor(const sluice_node_factory_t *factory, const
         else if (strcmp(name, "attack") == 0) self->attack_s = value;
         else if (strcmp(name, "hold") == 0) self->hold_s = value;
         else if (strcmp(name, "release") == 0) self->release_s = value;
+        else if (strcmp(name, "ramp") == 0) self->ramp_s = value;
     }
     processor->instance = self;
     processor->vtable = &ducker_vtable;

@@ -51,17 +51,23 @@ static const sluice_port_descriptor_t espeak_outputs[] = {
     {"out", SLUICE_MEDIUM_BYTES, "S16LE mono PCM at espeak-ng's rate (22050 Hz); link it to an aligner"},
 };
 
+/* Each entry ends with its `size` (common.h, "Growing the ABI") and flags: none is live. */
 static const sluice_param_descriptor_t espeak_params[] = {
     {"voice", SLUICE_PARAM_STRING, 0, 0, NULL, 0, false, true, {0, 0, false, "en"}, NULL,
-     "espeak-ng voice: a language or voice (en, en-us, en-gb, de), +variant optional (en+f3); `espeak-ng --voices` lists them."},
+     "espeak-ng voice: a language or voice (en, en-us, en-gb, de), +variant optional (en+f3); `espeak-ng --voices` lists them.",
+     sizeof(sluice_param_descriptor_t), 0},
     {"rate", SLUICE_PARAM_INTEGER, 80, 450, NULL, 0, false, true, {0, 175, false, NULL}, "wpm",
-     "Speaking rate in words per minute."},
+     "Speaking rate in words per minute.",
+     sizeof(sluice_param_descriptor_t), 0},
     {"pitch", SLUICE_PARAM_INTEGER, 0, 100, NULL, 0, false, true, {0, 50, false, NULL}, NULL,
-     "Base pitch: 0 lowest, 50 the voice's own, 100 highest."},
+     "Base pitch: 0 lowest, 50 the voice's own, 100 highest.",
+     sizeof(sluice_param_descriptor_t), 0},
     {"volume", SLUICE_PARAM_INTEGER, 0, 200, NULL, 0, false, true, {0, 100, false, NULL}, NULL,
-     "Amplitude: 100 is normal, 0 silent; above 100 louder (espeak-ng limits clipping itself)."},
+     "Amplitude: 100 is normal, 0 silent; above 100 louder (espeak-ng limits clipping itself).",
+     sizeof(sluice_param_descriptor_t), 0},
     {"buffer", SLUICE_PARAM_NUMBER, 0.02, 10, NULL, 0, false, true, {1.0, 0, false, NULL}, "s",
-     "Most audio synthesised ahead of the graph; synthesis waits while this much is unread."},
+     "Most audio synthesised ahead of the graph; synthesis waits while this much is unread.",
+     sizeof(sluice_param_descriptor_t), 0},
 };
 
 enum { PARAM_VOICE, PARAM_RATE, PARAM_PITCH, PARAM_VOLUME, PARAM_BUFFER, PARAM_COUNT };
@@ -73,6 +79,7 @@ static const sluice_node_descriptor_t espeak_descriptor = {
     NULL, 0,
     espeak_outputs, 1,
     espeak_params, PARAM_COUNT,
+    sizeof(sluice_node_descriptor_t),
 };
 
 /* MARK: The engine (process-global) */
@@ -620,6 +627,7 @@ static const sluice_provider_vtable_t espeak_vtable = {
     espeak_get_format, espeak_begin_utterance, espeak_push_text, espeak_end_utterance, espeak_end_text,
     espeak_read,       espeak_cancel,          espeak_destroy,   espeak_get_counters,
     NULL, /* get_capabilities: whole utterances only; espeak-ng synthesises a whole text per call */
+    sizeof(sluice_provider_vtable_t),
 };
 
 /* MARK: Factory */

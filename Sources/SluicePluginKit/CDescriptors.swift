@@ -32,7 +32,8 @@ final class CDescriptors: @unchecked Sendable {
             summary: string(description.summary),
             inputs: ports(description.inputs), input_count: UInt32(description.inputs.count),
             outputs: ports(description.outputs), output_count: UInt32(description.outputs.count),
-            params: parameters(description.parameters), param_count: UInt32(description.parameters.count))
+            params: parameters(description.parameters), param_count: UInt32(description.parameters.count),
+            size: UInt32(MemoryLayout<sluice_node_descriptor_t>.size))
     }
 
     private func ports(_ ports: [Port]) -> UnsafePointer<sluice_port_descriptor_t>? {
@@ -47,6 +48,8 @@ final class CDescriptors: @unchecked Sendable {
     private func parameters(_ parameters: [Parameter]) -> UnsafePointer<sluice_param_descriptor_t>? {
         array(parameters.map { parameter in
             var c = sluice_param_descriptor_t()
+            c.size = UInt32(MemoryLayout<sluice_param_descriptor_t>.size)
+            c.flags = parameter.isLive ? UInt32(SLUICE_PARAM_LIVE) : 0
             c.name = string(parameter.name)
             c.required = parameter.isRequired
             c.unit = parameter.unit.map { string($0) }

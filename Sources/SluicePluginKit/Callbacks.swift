@@ -120,7 +120,8 @@ final class ProcessorBox {
         let vtable = UnsafeMutablePointer<sluice_processor_vtable_t>.allocate(capacity: 1)
         vtable.initialize(to: sluice_processor_vtable_t(
             activate: processorActivate, process: processorProcess, reset: processorReset,
-            deactivate: processorDeactivate, destroy: processorDestroy))
+            deactivate: processorDeactivate, destroy: processorDestroy,
+            size: UInt32(MemoryLayout<sluice_processor_vtable_t>.size)))
         return vtable
     }()
 
@@ -137,6 +138,7 @@ func processorActivate(
     _ errorOut: UnsafeMutablePointer<sluice_error_t>?
 ) -> Bool {
     ProcessorBox.with(instance) { box in
+        ProcessEvents.rehearse()
         do throws(PluginError) {
             try box.processor.activate(sampleRate: Int(rate), maximumFrames: Int(maximumFrames), channels: Int(channels))
             return true
@@ -185,7 +187,7 @@ final class ProviderBox: Sendable {
             get_format: providerGetFormat, begin_utterance: providerBeginUtterance, push_text: providerPushText,
             end_utterance: providerEndUtterance, end_text: providerEndText, read: providerRead,
             cancel: providerCancel, destroy: providerDestroy, get_counters: providerGetCounters,
-            get_capabilities: providerGetCapabilities))
+            get_capabilities: providerGetCapabilities, size: UInt32(MemoryLayout<sluice_provider_vtable_t>.size)))
         return vtable
     }()
 

@@ -66,17 +66,22 @@ public struct Parameter: Sendable, Hashable {
     public var defaultValue: Value?
     public var isRequired: Bool
     public var unit: String?
+    /// The parameter may change while the graph plays (`SLUICE_PARAM_LIVE`): each change
+    /// reaches the processor as a `ProcessEvent.parameter` in `process`. Numbers and integers
+    /// of processors only; move to a new value by a ramp, so it never clicks.
+    public var isLive: Bool
     public var summary: String
 
     public init(
         _ name: String, _ kind: Kind, default defaultValue: Value?, required: Bool = false, unit: String? = nil,
-        summary: String
+        live: Bool = false, summary: String
     ) {
         self.name = name
         self.kind = kind
         self.defaultValue = defaultValue
         self.isRequired = required
         self.unit = unit
+        self.isLive = live
         self.summary = summary
     }
 }

@@ -6,8 +6,9 @@ public protocol Processor: AnyObject {
     /// [control-thread & !active] The only place that may allocate.
     func activate(sampleRate: Int, maximumFrames: Int, channels: Int) throws(PluginError)
     /// [audio-thread & active] Writes `block.frames` frames to every output from the same
-    /// frames of every input. Returns false on failure (the host writes silence). No
-    /// allocation, locks, I/O or logging.
+    /// frames of every input, applying `block.events` (live parameter changes, markers) each
+    /// from its offset. Returns false on failure (the host writes silence). No allocation,
+    /// locks, I/O or logging. `block.frames` is 0 in a call that carries only events.
     func process(_ block: ProcessBlock) -> Bool
     /// [control-thread & active] Forgets the stream. Must not allocate.
     func reset()
@@ -20,7 +21,8 @@ extension Processor {
     public func deactivate() {}
 }
 
-/// One `process` call's audio: a view of the host's `sluice_process_t`, valid during the call.
+/// One `process` call's audio and events: a view of the host's `sluice_process_t`, valid
+/// during the call.
 public struct ProcessBlock {
     let raw: UnsafePointer<sluice_process_t>
 
@@ -43,6 +45,139 @@ public struct ProcessBlock {
         precondition(port < outputCount, "no output \(port)")
         // SAFETY: the ABI gives `output_count` pointers, each to room for `frames × channels`.
         return UnsafeMutableBufferPointer(start: raw.pointee.outputs[port], count: frames * channels)
+    }
+
+    /// [audio-thread] The live parameter changes and markers this call carries, in order of
+    /// offset.
+    public var events: ProcessEvents {
+        // `events` came with version 2, and a host loads only plugins of its version or
+        // older, so every host that runs this kit's plugins has it: no `size` check needed
+        // (fields added later will need one, SLUICE_HAS_FIELD in common.h).
+        guard raw.pointee.event_count > 0, let list = raw.pointee.events else {
+            return ProcessEvents(list: nil, count: 0)
+        }
+        return ProcessEvents(list: list, count: Int(raw.pointee.event_count))
+    }
+}
+
+/// The events of one `process` call (events.h): a view of the host's list, valid during the
+/// call. Reading an event allocates nothing; index them (`for i in 0..<events.count`) on the
+/// audio thread.
+public struct ProcessEvents: RandomAccessCollection {
+    let list: UnsafePointer<UnsafePointer<sluice_event_header_t>?>?
+    public let count: Int
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+
+    /// [audio-thread] Event `index`, read from the host's struct; allocates nothing.
+    public subscript(index: Int) -> ProcessEvent {
+        precondition(index >= 0 && index < count, "no event \(index)")
+        // SAFETY: the host gives `event_count` pointers to events that start with a header
+        // whose `size` covers the whole event; a field is read only when `size` reaches it.
+        let header = list![index]!
+        let raw = UnsafeRawPointer(header)
+        let offset = Int(header.pointee.offset)
+        let size = Int(header.pointee.size)
+        switch Int(header.pointee.kind) {
+        case SLUICE_EVENT_PARAM where size >= MemoryLayout<sluice_param_event_t>.size:
+            let event = raw.assumingMemoryBound(to: sluice_param_event_t.self).pointee
+            return .parameter(index: Int(event.param_index), value: event.value, offset: offset)
+        case SLUICE_EVENT_MARKER where size >= MemoryLayout<sluice_marker_event_t>.size:
+            let event = raw.assumingMemoryBound(to: sluice_marker_event_t.self).pointee
+            let marker: PluginMarker.Event
+            switch Int(event.marker) {
+            case SLUICE_MARKER_UTTERANCE_START: marker = .utteranceStart(utterance: event.utterance)
+            case SLUICE_MARKER_UTTERANCE_END: marker = .utteranceEnd(utterance: event.utterance)
+            case SLUICE_MARKER_DISCONTINUITY: marker = .discontinuity
+            case SLUICE_MARKER_TEXT_SPAN:
+                marker = .textSpan(utterance: event.utterance, start: Int(event.text_start), end: Int(event.text_end))
+            case SLUICE_MARKER_END_OF_STREAM: marker = .endOfStream
+            default: marker = .unknown(event.marker)
+            }
+            let discontinuous = event.flags & UInt32(SLUICE_MARKER_DISCONTINUOUS) != 0
+            return .marker(PluginMarker(event: marker, input: Int(event.input), isDiscontinuous: discontinuous), offset: offset)
+        default:
+            return .unknown(kind: header.pointee.kind, offset: offset)
+        }
+    }
+}
+
+extension ProcessEvents {
+    /// [control-thread] Reads one event of each kind from a list of its own, so what Swift's
+    /// runtime sets up on a path's first use (the event structs' metadata) happens in
+    /// `activate`, not in the first `process` that carries an event.
+    static func rehearse() {
+        var change = sluice_param_event_t()
+        change.header = sluice_event_header_t(
+            size: UInt32(MemoryLayout<sluice_param_event_t>.size), kind: sluice_event_kind_t(SLUICE_EVENT_PARAM), offset: 0,
+            reserved: 0)
+        var marker = sluice_marker_event_t()
+        marker.header = sluice_event_header_t(
+            size: UInt32(MemoryLayout<sluice_marker_event_t>.size), kind: sluice_event_kind_t(SLUICE_EVENT_MARKER), offset: 0,
+            reserved: 0)
+        withUnsafePointer(to: &change) { change in
+            withUnsafePointer(to: &marker) { marker in
+                // SAFETY: both events live for this closure; each starts with its header.
+                let list: [UnsafePointer<sluice_event_header_t>?] = [
+                    UnsafeRawPointer(change).assumingMemoryBound(to: sluice_event_header_t.self),
+                    UnsafeRawPointer(marker).assumingMemoryBound(to: sluice_event_header_t.self),
+                ]
+                list.withUnsafeBufferPointer { list in
+                    let events = ProcessEvents(list: list.baseAddress, count: list.count)
+                    for index in 0..<events.count { _ = events[index].offset }
+                }
+            }
+        }
+    }
+}
+
+/// One event of a `process` call.
+public enum ProcessEvent: Sendable, Hashable {
+    /// Live parameter `index` (in the node description's `parameters`) takes `value` from
+    /// frame `offset` of the block on.
+    case parameter(index: Int, value: Double, offset: Int)
+    /// A marker an input reached, applying from frame `offset` of the block. The host passes
+    /// every marker downstream itself.
+    case marker(PluginMarker, offset: Int)
+    /// An event of a kind this kit does not know (a newer host): skip it.
+    case unknown(kind: UInt32, offset: Int)
+
+    /// The frame of the block from which the event applies.
+    public var offset: Int {
+        switch self {
+        case .parameter(_, _, let offset), .marker(_, let offset), .unknown(_, let offset): offset
+        }
+    }
+}
+
+/// A marker of the stream, as a processor hears of it.
+public struct PluginMarker: Sendable, Hashable {
+    public enum Event: Sendable, Hashable {
+        /// The audio of an utterance begins here.
+        case utteranceStart(utterance: UInt32)
+        /// The audio of an utterance ends here.
+        case utteranceEnd(utterance: UInt32)
+        /// The signal jumps here.
+        case discontinuity
+        /// The audio from here speaks UTF-8 bytes `start..<end` of the stream's text.
+        case textSpan(utterance: UInt32, start: Int, end: Int)
+        /// The input's stream has ended: it arrives as silence from here.
+        case endOfStream
+        /// A marker kind this kit does not know.
+        case unknown(UInt32)
+    }
+
+    public var event: Event
+    /// The input it arrived on.
+    public var input: Int
+    /// The signal does not continue across it (an utterance cut short).
+    public var isDiscontinuous: Bool
+
+    public init(event: Event, input: Int, isDiscontinuous: Bool = false) {
+        self.event = event
+        self.input = input
+        self.isDiscontinuous = isDiscontinuous
     }
 }
 

@@ -5,11 +5,20 @@ import SluicePluginABI
 /// C descriptors → `NodeDescriptor`, checked against the ABI's rules (descriptor.h).
 /// (SPI `Fuzzing`: the fuzz target in Fuzz/ feeds it descriptors made of random bytes.)
 @_spi(Fuzzing) public enum DescriptorConversion {
-    public static func convert(_ raw: UnsafePointer<sluice_node_descriptor_t>, path: String) throws(PluginError) -> PluginNodeType {
+    /// - Parameter abiVersion: the plugin's: which layout its structs have (common.h).
+    public static func convert(
+        _ raw: UnsafePointer<sluice_node_descriptor_t>, path: String, abiVersion: UInt32 = SLUICE_ABI_VERSION
+    ) throws(PluginError) -> PluginNodeType {
         // SAFETY: descriptor.h makes the plugin keep the descriptor and everything it points
-        // at valid until `deinit`; arrays are read only up to their counts, after NULL checks,
-        // and strings are NUL-terminated by the same contract.
-        let c = raw.pointee
+        // at valid until `deinit`; structs are read only as far as the plugin's version and
+        // `size` say they reach (GrownStruct), arrays only up to their counts, after NULL
+        // checks, and strings are NUL-terminated by the same contract.
+        let c: sluice_node_descriptor_t
+        do throws(GrownStructError) {
+            c = try GrownStruct.read(UnsafeRawPointer(raw), abiVersion: abiVersion, as: sluice_node_descriptor_t.self)
+        } catch {
+            throw .invalidDescriptor(path: path, type: "?", problem: Self.sizeProblem(sluice_node_descriptor_t.self, error))
+        }
         guard let namePointer = c.type_name else {
             throw .invalidDescriptor(path: path, type: "?", problem: "the type name is NULL")
         }
@@ -41,20 +50,40 @@ import SluicePluginABI
             throw invalid("unknown kind \(c.kind)")
         }
         var parameters: [ParameterDescriptor] = []
+        var cParameters: [sluice_param_descriptor_t] = []
         if c.param_count > 0 {
             guard let params = c.params else { throw invalid("param_count is \(c.param_count) but params is NULL") }
+            let stride: Int
+            do throws(GrownStructError) {
+                stride = try GrownStruct.size(at: UnsafeRawPointer(params), abiVersion: abiVersion, as: sluice_param_descriptor_t.self)
+            } catch {
+                throw invalid("parameter 0: " + Self.sizeProblem(sluice_param_descriptor_t.self, error))
+            }
             for index in 0..<Int(c.param_count) {
-                let parameter = try self.parameter(params[index], invalid)
-                guard !parameters.contains(where: { $0.name == parameter.name }) else {
-                    throw invalid("parameter '\(parameter.name)' is declared twice")
+                let entry = UnsafeRawPointer(params) + index * stride
+                let parameter: sluice_param_descriptor_t
+                do throws(GrownStructError) {
+                    parameter = try GrownStruct.read(entry, abiVersion: abiVersion, as: sluice_param_descriptor_t.self)
+                } catch {
+                    throw invalid("parameter \(index): " + Self.sizeProblem(sluice_param_descriptor_t.self, error))
                 }
-                parameters.append(parameter)
+                // The array's stride is the first entry's size: a different one means the
+                // entries are not one array of one type.
+                if abiVersion >= 2 && Int(parameter.size) != stride {
+                    throw invalid("parameter \(index) has size \(parameter.size) but parameter 0 has \(stride): every entry of params has one size")
+                }
+                let converted = try self.parameter(parameter, kind: kind, invalid)
+                guard !parameters.contains(where: { $0.name == converted.name }) else {
+                    throw invalid("parameter '\(converted.name)' is declared twice")
+                }
+                parameters.append(converted)
+                cParameters.append(parameter)
             }
         }
         let descriptor = NodeDescriptor(
             typeName: typeName, kind: kind == .provider ? .source : .processor, summary: summary,
             inputs: inputs, outputs: outputs, parameters: parameters)
-        return PluginNodeType(descriptor: descriptor, kind: kind, raw: raw)
+        return PluginNodeType(descriptor: descriptor, kind: kind, typeName: namePointer, parameters: cParameters)
     }
 
     private static func ports(
@@ -83,8 +112,13 @@ import SluicePluginABI
         return ports
     }
 
+    /// Why a struct's `size` was refused, with what would fix it.
+    private static func sizeProblem<T: VersionedStruct>(_ type: T.Type, _ error: GrownStructError) -> String {
+        "its \(T.cName)'s size is \(error.size), less than version 2's \(error.minimum) bytes: set `size` to sizeof(\(T.cName))"
+    }
+
     private static func parameter(
-        _ c: sluice_param_descriptor_t, _ invalid: (String) -> PluginError
+        _ c: sluice_param_descriptor_t, kind: PluginNodeType.Kind, _ invalid: (String) -> PluginError
     ) throws(PluginError) -> ParameterDescriptor {
         guard let namePointer = c.name else { throw invalid("a parameter has no name") }
         let name = String(cString: namePointer)
@@ -142,9 +176,19 @@ import SluicePluginABI
         default:
             throw bad("unknown type \(c.type)")
         }
+        // Flags this host does not know are ignored (common.h: a flag is added only where
+        // ignoring it is safe).
+        let live = c.flags & UInt32(SLUICE_PARAM_LIVE) != 0
+        if live {
+            guard kind == .processor else { throw bad("only a processor's parameters can be live") }
+            switch type {
+            case .number, .integer: break
+            default: throw bad("only NUMBER and INTEGER parameters can be live")
+            }
+        }
         return ParameterDescriptor(
             name, type, default: defaultValue, required: c.required, unit: c.unit.map { String(cString: $0) },
-            summary: c.summary.map { String(cString: $0) } ?? "")
+            live: live, summary: c.summary.map { String(cString: $0) } ?? "")
     }
 
     /// Lowercase ASCII letters, digits, '-' (and '.' when allowed), starting with a letter.
@@ -161,17 +205,15 @@ import SluicePluginABI
 /// Checked parameters as the C values `create_*` takes, alive for one call.
 enum CParameters {
     static func with<R>(
-        _ raw: UnsafePointer<sluice_node_descriptor_t>, _ parameters: NodeParameters,
+        _ type: PluginNodeType, _ parameters: NodeParameters,
         _ body: (UnsafePointer<sluice_param_value_t>?, UInt32) -> R
     ) -> R {
         var values: [sluice_param_value_t] = []
         var strings: [UnsafeMutablePointer<CChar>] = []
         defer { for string in strings { free(string) } }
-        let descriptor = raw.pointee
-        for index in 0..<Int(descriptor.param_count) {
-            // SAFETY: the descriptor was checked when the library loaded: `params` holds
-            // `param_count` entries with names.
-            let parameter = descriptor.params![index]
+        // The plugin's entries in the host's layout, read when the library loaded: names and
+        // types checked, names pointing at the plugin's strings (valid until its `deinit`).
+        for parameter in type.parameters {
             let name = String(cString: parameter.name)
             guard parameters[name] != nil else { continue }
             var value = sluice_value_t()

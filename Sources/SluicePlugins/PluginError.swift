@@ -1,3 +1,5 @@
+import SluicePluginABI
+
 /// Why a plugin could not be loaded or registered. Each case names the file and says what
 /// would fix it.
 public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -10,7 +12,8 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
     case missingEntry(path: String)
     /// The entry function returned NULL, or an entry with a NULL function.
     case invalidEntry(path: String, problem: String)
-    /// The plugin was built for another ABI version.
+    /// The plugin was built for an ABI version this host does not load: `expected` is the
+    /// newest it loads (`SLUICE_ABI_VERSION`; the oldest is `SLUICE_ABI_VERSION_MIN`).
     case versionMismatch(path: String, found: UInt32, expected: UInt32)
     /// The plugin's `init` returned false.
     case initFailed(path: String)
@@ -46,7 +49,9 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidEntry(let path, let problem):
             "plugin '\(path)': \(problem)"
         case .versionMismatch(let path, let found, let expected):
-            "plugin '\(path)' was built for plugin ABI version \(found), but this sluice loads version \(expected); rebuild it against this sluice's headers (pkg-config sluice-plugin)"
+            "plugin '\(path)' was built for plugin ABI version \(found), but this sluice loads versions \(SLUICE_ABI_VERSION_MIN) to \(expected)"
+                + (found > expected ? " (the plugin is newer); update sluice, or" : ";")
+                + " rebuild it against this sluice's headers (pkg-config sluice-plugin)"
         case .initFailed(let path):
             "plugin '\(path)' failed to initialise (its init returned false)"
         case .missingFactory(let path):

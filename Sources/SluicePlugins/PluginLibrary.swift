@@ -23,6 +23,10 @@ public final class PluginLibrary: @unchecked Sendable {
     /// The node types the plugin provides, in its factory's order.
     public let nodeTypes: [PluginNodeType]
 
+    /// The ABI version the plugin was built for (`SLUICE_ABI_VERSION_MIN` … `SLUICE_ABI_VERSION`):
+    /// which layout its structs have, and whether its processors take events (2 and later).
+    public let abiVersion: UInt32
+
     let entry: UnsafePointer<sluice_plugin_entry_t>
     let factory: UnsafePointer<sluice_node_factory_t>
 
@@ -64,6 +68,7 @@ public final class PluginLibrary: @unchecked Sendable {
         entry = plugin.entry
         factory = plugin.factory
         nodeTypes = plugin.nodeTypes
+        abiVersion = plugin.entry.pointee.abi_version
     }
 
     /// Refuses a file, or a folder holding it, that users other than its owner may write
@@ -99,8 +104,11 @@ public final class PluginLibrary: @unchecked Sendable {
         // version it returns is checked before anything else in the entry is used.
         let function = unsafeBitCast(symbol, to: sluice_plugin_entry_function_t.self)
         guard let entry = function() else { throw .invalidEntry(path: path, problem: "'sluice_plugin_entry' returned NULL") }
-        guard entry.pointee.abi_version == SLUICE_ABI_VERSION else {
-            throw .versionMismatch(path: path, found: entry.pointee.abi_version, expected: SLUICE_ABI_VERSION)
+        // Older versions still load: version 2 only appended (common.h), so a version-1
+        // plugin's structs are read as their part before `size` and it gets no events.
+        let version = entry.pointee.abi_version
+        guard (SLUICE_ABI_VERSION_MIN...SLUICE_ABI_VERSION).contains(version) else {
+            throw .versionMismatch(path: path, found: version, expected: SLUICE_ABI_VERSION)
         }
         guard let initialise = entry.pointee.`init`, let getFactory = entry.pointee.get_factory,
             entry.pointee.deinit != nil
@@ -114,7 +122,7 @@ public final class PluginLibrary: @unchecked Sendable {
         // sluice_node_factory_t, valid until `deinit`.
         let factory = raw.assumingMemoryBound(to: sluice_node_factory_t.self)
         do throws(PluginError) {
-            let nodeTypes = try Self.readTypes(of: factory, path: path)
+            let nodeTypes = try Self.readTypes(of: factory, path: path, abiVersion: version)
             return LoadedPlugin(entry: entry, factory: factory, nodeTypes: nodeTypes)
         } catch {
             entry.pointee.deinit?()
@@ -140,7 +148,9 @@ public final class PluginLibrary: @unchecked Sendable {
         }
     }
 
-    private static func readTypes(of factory: UnsafePointer<sluice_node_factory_t>, path: String) throws(PluginError) -> [PluginNodeType] {
+    private static func readTypes(
+        of factory: UnsafePointer<sluice_node_factory_t>, path: String, abiVersion: UInt32
+    ) throws(PluginError) -> [PluginNodeType] {
         guard let count = factory.pointee.count, let get = factory.pointee.get_descriptor,
             factory.pointee.create_provider != nil, factory.pointee.create_processor != nil
         else {
@@ -152,7 +162,7 @@ public final class PluginLibrary: @unchecked Sendable {
             guard let descriptor = get(factory, index) else {
                 throw .invalidDescriptor(path: path, type: "#\(index)", problem: "get_descriptor(\(index)) returned NULL")
             }
-            let type = try DescriptorConversion.convert(descriptor, path: path)
+            let type = try DescriptorConversion.convert(descriptor, path: path, abiVersion: abiVersion)
             guard names.insert(type.descriptor.typeName).inserted else {
                 throw .duplicateType(name: type.descriptor.typeName, path: path, other: "the same plugin")
             }
@@ -181,43 +191,74 @@ public final class PluginLibrary: @unchecked Sendable {
 
     /// [control-thread] Creates an instance of `type` and wraps it as a graph node.
     func makeNode(_ type: PluginNodeType, _ parameters: NodeParameters) throws -> any Node {
-        // SAFETY: `readTypes` checked both create functions are non-NULL; `type.raw` and the
-        // factory stay valid while `self` lives; the values passed live for the call only,
-        // as factory.h says.
+        // SAFETY: `readTypes` checked both create functions are non-NULL; the type's C strings
+        // and the factory stay valid while `self` lives; the values passed live for the call
+        // only, as factory.h says.
         var error = sluice_error_t()
         switch type.kind {
         case .provider:
             var provider = sluice_provider_t()
-            let created = CParameters.with(type.raw, parameters) { values, count in
-                factory.pointee.create_provider!(factory, type.raw.pointee.type_name, values, count, &provider, &error)
+            let created = CParameters.with(type, parameters) { values, count in
+                factory.pointee.create_provider!(factory, type.typeName, values, count, &provider, &error)
             }
             guard created, provider.instance != nil, let vtable = provider.vtable else {
                 throw creationError(type, error, created: created)
             }
-            // Barge-in replaces the instance with a fresh one of the same parameters.
+            // Barge-in replaces the instance with a fresh one of the same parameters, or of
+            // some changed (`configure`); the same vtable is expected of it.
             let recreate = { [self] (changes: [String: ParameterValue]) -> UnsafeMutableRawPointer? in
                 var fresh = sluice_provider_t()
                 var error = sluice_error_t()
                 var changed = parameters
                 for (name, value) in changes { changed[name] = value }
-                let created = CParameters.with(type.raw, changed) { values, count in
-                    factory.pointee.create_provider!(factory, type.raw.pointee.type_name, values, count, &fresh, &error)
+                let created = CParameters.with(type, changed) { values, count in
+                    factory.pointee.create_provider!(factory, type.typeName, values, count, &fresh, &error)
                 }
-                guard created, fresh.vtable == vtable else { return nil }
-                return fresh.instance
+                guard created, let instance = fresh.instance else { return nil }
+                guard fresh.vtable == vtable else {
+                    fresh.vtable?.pointee.destroy?(instance)
+                    return nil
+                }
+                return instance
             }
             return try PluginProviderSource(
-                library: self, type: type, instance: provider.instance!, vtable: vtable, recreate: recreate)
+                library: self, type: type, instance: provider.instance!,
+                functions: try functions(vtable, type, destroy: { $0.destroy?(provider.instance) }), recreate: recreate)
         case .processor:
             var processor = sluice_processor_t()
-            let created = CParameters.with(type.raw, parameters) { values, count in
-                factory.pointee.create_processor!(factory, type.raw.pointee.type_name, values, count, &processor, &error)
+            let created = CParameters.with(type, parameters) { values, count in
+                factory.pointee.create_processor!(factory, type.typeName, values, count, &processor, &error)
             }
             guard created, processor.instance != nil, let vtable = processor.vtable else {
                 throw creationError(type, error, created: created)
             }
-            return try PluginProcessorNode(library: self, type: type, instance: processor.instance!, vtable: vtable)
+            let functions = try functions(vtable, type, destroy: { $0.destroy?(processor.instance) })
+            if type.descriptor.parameters.contains(where: \.isLive) {
+                return try LivePluginProcessorNode(library: self, type: type, instance: processor.instance!, functions: functions)
+            }
+            return try PluginProcessorNode(library: self, type: type, instance: processor.instance!, functions: functions)
         }
+    }
+
+    /// [control-thread] A copy of the plugin's vtable in the host's layout, read as far as the
+    /// plugin's version has it (common.h, "Growing the ABI"): a version-1 vtable is the part
+    /// before `size`; a later one as far as its `size`, functions past it NULL. A vtable
+    /// whose `size` is smaller than version 2's destroys the instance and is refused.
+    private func functions<VTable: VersionedStruct>(
+        _ vtable: UnsafePointer<VTable>, _ type: PluginNodeType, destroy: (VTable) -> Void
+    ) throws(NodeCreationError) -> VTable {
+        let functions: VTable
+        do throws(GrownStructError) {
+            functions = try GrownStruct.read(UnsafeRawPointer(vtable), abiVersion: abiVersion, as: VTable.self)
+        } catch {
+            // The part version 1 had is there whatever `size` says: destroy through it.
+            destroy(try! GrownStruct.read(UnsafeRawPointer(vtable), abiVersion: 1, as: VTable.self))
+            throw NodeCreationError(
+                "'\(type.descriptor.typeName)' (plugin \(path)): its \(VTable.cName)'s size is \(error.size), "
+                    + "less than version 2's \(error.minimum) bytes",
+                fix: "set `size` to sizeof(\(VTable.cName)) when filling it in")
+        }
+        return functions
     }
 
     private func creationError(_ type: PluginNodeType, _ error: sluice_error_t, created: Bool) -> NodeCreationError {
@@ -247,8 +288,9 @@ private struct LoadedPlugin: @unchecked Sendable {
 
 /// One node type a plugin provides.
 public struct PluginNodeType: @unchecked Sendable {
-    // SAFETY (@unchecked Sendable): `raw` points at the plugin's constant descriptor, valid
-    // while the library that listed it is alive; nothing writes through it.
+    // SAFETY (@unchecked Sendable): `typeName` and the strings `parameters` point at are the
+    // plugin's constant data, valid while the library that listed them is alive; nothing
+    // writes through them.
 
     public enum Kind: Sendable, Hashable {
         case provider
@@ -257,7 +299,10 @@ public struct PluginNodeType: @unchecked Sendable {
 
     public let descriptor: NodeDescriptor
     public let kind: Kind
-    let raw: UnsafePointer<sluice_node_descriptor_t>
+    /// The plugin's `type_name`, as `create_*` takes it.
+    let typeName: UnsafePointer<CChar>
+    /// The plugin's parameter entries in the host's layout, in descriptor order (GrownStruct).
+    let parameters: [sluice_param_descriptor_t]
 }
 
 /// A `sluice_error_t` read into Swift strings.

@@ -50,7 +50,8 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     /// Whether the plugin speaks an utterance before its text is complete
     /// (SLUICE_PROVIDER_INCREMENTAL_TEXT).
     public let acceptsIncrementalText: Bool
-    private let vtable: UnsafePointer<sluice_provider_vtable_t>
+    /// The plugin's vtable in the host's layout (GrownStruct): functions its version lacks are NULL.
+    private let vtable: sluice_provider_vtable_t
     private let cancelled = Atomic<Bool>(false)
     private let textFailure = Mutex<SourceFailure?>(nil)
     /// Makes a fresh instance with the node's parameters, for `interrupt`.
@@ -109,10 +110,9 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
-        vtable: UnsafePointer<sluice_provider_vtable_t>,
+        functions v: sluice_provider_vtable_t,
         recreate: (([String: ParameterValue]) -> UnsafeMutableRawPointer?)? = nil
     ) throws(NodeCreationError) {
-        let v = vtable.pointee
         let name = type.descriptor.typeName
         guard v.get_format != nil, v.begin_utterance != nil, v.push_text != nil, v.end_utterance != nil,
             v.end_text != nil, v.read != nil, v.cancel != nil, v.destroy != nil
@@ -132,15 +132,15 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         acceptsIncrementalText = (v.get_capabilities?(instance) ?? 0) & UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) != 0
         textSide = Mutex(TextSide(instance: instance))
         readInstance = instance
-        self.vtable = vtable
+        vtable = v
         self.recreate = recreate
     }
 
     deinit {
         let (current, retired) = textSide.withLock { ($0.instance, $0.retired) }
-        for old in retired where old != readInstance { vtable.pointee.destroy!(old) }
-        if readInstance != current { vtable.pointee.destroy!(readInstance) }
-        vtable.pointee.destroy!(current)
+        for old in retired where old != readInstance { vtable.destroy!(old) }
+        if readInstance != current { vtable.destroy!(readInstance) }
+        vtable.destroy!(current)
     }
 
     static func format(_ raw: sluice_pcm_format_t) -> PCMFormat? {
@@ -186,9 +186,9 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         }
         // A stored utterance never reaches the plugin: its turn plays the stored audio.
         guard !cached else { return }
-        textCall { instance, error in vtable.pointee.begin_utterance!(instance, error) }
+        textCall { instance, error in vtable.begin_utterance!(instance, error) }
         push(text, growingSpan: false)
-        textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
+        textCall { instance, error in vtable.end_utterance!(instance, error) }
     }
 
     /// [control-thread] Starts an utterance whose text follows in `push(text:)` calls, placed after
@@ -204,7 +204,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             plan.utterances.append(PlannedUtterance(start: offset, end: offset, complete: false))
             plan.nextOffset = offset
         }
-        textCall { instance, error in vtable.pointee.begin_utterance!(instance, error) }
+        textCall { instance, error in vtable.begin_utterance!(instance, error) }
     }
 
     /// [control-thread] Appends text (a token, a word) to the current utterance.
@@ -225,7 +225,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             text.withUTF8 { bytes in
                 // SAFETY: `bytes` is valid for the call; the ABI says the plugin copies it.
                 bytes.withMemoryRebound(to: CChar.self) { chars in
-                    vtable.pointee.push_text!(instance, chars.baseAddress, chars.count, error)
+                    vtable.push_text!(instance, chars.baseAddress, chars.count, error)
                 }
             }
         }
@@ -237,7 +237,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             guard !plan.utterances.isEmpty else { return }
             plan.utterances[plan.utterances.count - 1].complete = true
         }
-        textCall { instance, error in vtable.pointee.end_utterance!(instance, error) }
+        textCall { instance, error in vtable.end_utterance!(instance, error) }
     }
 
     /// Every planned utterance has ended and none is under way.
@@ -246,7 +246,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     }
 
     public func finishText() {
-        textSide.withLock { side in vtable.pointee.end_text!(side.instance) }
+        textSide.withLock { side in vtable.end_text!(side.instance) }
     }
 
     /// Barge-in: the plugin's instance is cancelled (a read under way returns at once) and a
@@ -258,12 +258,12 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         guard let recreate, let fresh = recreate(parameters) else { return nil }
         // The graph was compiled for this format: a change of it is refused.
         var raw = sluice_pcm_format_t()
-        guard vtable.pointee.get_format!(fresh, &raw), Self.format(raw) == format else {
-            vtable.pointee.destroy!(fresh)
+        guard vtable.get_format!(fresh, &raw), Self.format(raw) == format else {
+            vtable.destroy!(fresh)
             return nil
         }
         return textSide.withLock { side -> UtteranceID in
-            vtable.pointee.cancel!(side.instance)
+            vtable.cancel!(side.instance)
             side.retired.append(side.instance)
             side.instance = fresh
             // Every utterance planned so far is dropped: ids are their plan indexes.
@@ -306,7 +306,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         var error = sluice_error_t()
         // SAFETY: `base` addresses `room.count` writable bytes of the output edge for this
         // call; the plugin writes at most `capacity` bytes and reports how many (checked below).
-        let status = vtable.pointee.read!(readInstance, base, room.count, &written, &error)
+        let status = vtable.read!(readInstance, base, room.count, &written, &error)
         // Interrupted during the read: what it returned belongs to the dropped text (and an
         // END or error is the cancelled instance's, not the stream's).
         if adoptInterrupt(&io) {
@@ -427,7 +427,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     public func cancel() {
         cancelled.store(true, ordering: .releasing)
-        textSide.withLock { side in vtable.pointee.cancel!(side.instance) }
+        textSide.withLock { side in vtable.cancel!(side.instance) }
     }
 
     /// [source-thread] After an `interrupt`: ends the utterance under way (its end marker, then
@@ -447,7 +447,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         }
         io.emit(Marker(position: position, event: .discontinuity, isDiscontinuous: true), on: 0)
         // destroy joins the plugin's own threads; the cancelled instances return at once.
-        for old in retired { vtable.pointee.destroy!(old) }
+        for old in retired { vtable.destroy!(old) }
         readInstance = fresh
         utterance = max(utterance, resumeAt)
         recording = nil
@@ -460,7 +460,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
 
     /// [any-thread] The plugin's counters (`get_counters`), by name; empty when it keeps none.
     public func counters() -> [String: Int] {
-        guard let getCounters = vtable.pointee.get_counters else { return [:] }
+        guard let getCounters = vtable.get_counters else { return [:] }
         var capacity: UInt32 = 16
         while true {
             var buffer = [sluice_counter_t](repeating: sluice_counter_t(), count: Int(capacity))

@@ -29,7 +29,9 @@ struct PluginsCommandTests {
         let outcome = try Self.sluice(["plugins", "--verbose"])
         #expect(outcome.status == 0, "\(outcome.standardError)")
         #expect(outcome.standardOutput.contains("    in   speech [frames]"))
-        #expect(outcome.standardOutput.contains("    depth: number in 0…60 (dB), default 12 — "))
+        // `depth` is live (SLUICE_PARAM_LIVE): `sluice serve` and `sluice ctl set` change it.
+        #expect(outcome.standardOutput.contains("    depth: number in 0…60 (dB), default 12, live — "))
+        #expect(outcome.standardOutput.contains("    ramp: number in 0…10 (s), default 0.02 — "))
     }
 
     @Test("order and shadowing: the trusted graph folder, then SLUICE_PLUGIN_PATH, then the build folder")

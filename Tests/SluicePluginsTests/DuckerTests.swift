@@ -1,6 +1,7 @@
 import Foundation
 import SluiceGraph
 import SluicePlugins
+import SluiceTestKit
 import SluiceTestSupport
 import Testing
 
@@ -108,6 +109,58 @@ import Testing
         #expect(abs(gains.last! - 1) < 1e-3)
     }
 
+    /// The ducker keyed all the time (speech 0.5 against a -30 dBFS threshold, no attack or
+    /// release) on music of 1.0, so its output is D(n); `depth` goes 12 → 24 dB after 1000
+    /// frames. The output and the largest step between two frames.
+    static func liveDepthChange(ramp: Double, channels: Int = 1) throws -> (output: [Float], largestStep: Float) {
+        let node = try Plugins.processor("ducker", from: Plugins.ducker, NodeParameters([
+            "depth": .number(12), "threshold": .number(-30), "attack": .number(0), "hold": .number(0),
+            "release": .number(0), "ramp": .number(ramp),
+        ]))
+        let live = try #require(node as? any LiveParameterNode, "depth is live")
+        let format = StreamFormat.frames(rate: 48_000, channels: channels)
+        let bench = try NodeTestBench(node, inputs: [format, format], seed: 3, inputBlocks: 1...200, outputBlocks: 0...200)
+        func feed(_ frames: Int) {
+            bench.feed([Float](repeating: 1, count: frames * channels), input: 0)
+            bench.feed([Float](repeating: 0.5, count: frames * channels), input: 1)
+            bench.run()
+        }
+        feed(1_000)
+        live.apply(ParameterChange(parameter: 0, value: 24))  // as the slot does between two steps
+        feed(2_000)
+        #expect(bench.violations.isEmpty)
+        let output = bench.output()
+        var largest: Float = 0
+        for frame in 1..<(output.count / channels) {
+            largest = max(largest, abs(output[frame * channels] - output[(frame - 1) * channels]))
+        }
+        return (output, largest)
+    }
+
+    @Test("a live depth change ramps in a straight line over `ramp` from the frame it applies, never a step", arguments: [1, 2])
+    func liveDepthRamps(channels: Int) throws {
+        let (output, largestStep) = try Self.liveDepthChange(ramp: 0.02, channels: channels)
+        let before = pow(10, -12.0 / 20), after = pow(10, -24.0 / 20)
+        let frames = 960  // 0.02 s at 48 kHz
+        #expect(output.count == 3_000 * channels)
+        for frame in 0..<3_000 {
+            // The formula of ducker.c: D(1000 + i) = D + (D' − D)(i + 1)/M, then D'.
+            let expected: Double =
+                frame < 1_000 ? before
+                : frame < 1_000 + frames ? before + (after - before) * Double(frame - 1_000 + 1) / Double(frames) : after
+            for channel in 0..<channels {
+                let sample = output[frame * channels + channel]
+                #expect(abs(Double(sample) - expected) < 1e-6, "frame \(frame): \(sample), not \(expected)")
+            }
+        }
+        // The steepest step is one ramp step, not the jump of 12 dB.
+        let rampStep = Float((before - after) / Double(frames))
+        #expect(largestStep <= rampStep + 1e-6, "largest step \(largestStep)")
+        // Without a ramp the same change is the jump this test would catch.
+        let (_, jump) = try Self.liveDepthChange(ramp: 0)
+        #expect(abs(Double(jump) - (before - after)) < 1e-6)
+    }
+
     @Test("a sample-rate mismatch between its inputs is a graph error naming the input")
     func formatMismatch() throws {
         let library = try PluginLibrary.load(path: Plugins.ducker)
@@ -129,12 +182,15 @@ import Testing
         #expect(descriptor.kind == .processor)
         #expect(descriptor.inputs.map(\.name) == ["in", "speech"])
         #expect(descriptor.outputs.map(\.name) == ["out"])
-        #expect(descriptor.parameters.map(\.name) == ["depth", "threshold", "attack", "hold", "release"])
+        // `ramp` came with live parameters: how long a live depth change takes.
+        #expect(descriptor.parameters.map(\.name) == ["depth", "threshold", "attack", "hold", "release", "ramp"])
         let depth = try #require(descriptor.parameter(named: "depth"))
         #expect(depth.type == .number(0...60))
         #expect(depth.defaultValue == .number(12))
         #expect(depth.unit == "dB")
-        #expect(NodeReference.text(of: descriptor).contains("depth: number in 0…60 (dB), default 12"))
+        #expect(descriptor.parameters.filter(\.isLive).map(\.name) == ["depth"])
+        #expect(descriptor.parameter(named: "ramp")?.defaultValue == .number(0.02))
+        #expect(NodeReference.text(of: descriptor).contains("depth: number in 0…60 (dB), default 12, live"))
     }
 
     @Test("a value out of the declared range is refused at its line, as for any node")

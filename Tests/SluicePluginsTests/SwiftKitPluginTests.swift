@@ -2,6 +2,7 @@ import Foundation
 import SluiceAudio
 import SluiceGraph
 import SluicePlugins
+import SluiceTestKit
 import SluiceTestSupport
 import Synchronization
 import Testing
@@ -224,6 +225,31 @@ import Testing
         } throws: { error in
             "\(error)".contains("test-gain was set to 1 channels, got 2")
         }
+    }
+
+    @Test("a Swift processor gets its live changes and the markers as events (ProcessBlock.events), at their frames")
+    func events() throws {
+        let node = try Plugins.processor("test-gain", from: Plugins.swiftTest, NodeParameters(["gate": .boolean(true)]))
+        #expect(try Self.library().nodeTypes[0].descriptor.parameters.filter(\.isLive).map(\.name) == ["gain"])
+        let live = try #require(node as? any LiveParameterNode)
+        let bench = try NodeTestBench(node, inputs: [.frames(rate: 48_000, channels: 2)], seed: 8, inputBlocks: 1...150, outputBlocks: 0...150)
+        // Gated off from an utterance's end to the next start, on the markers it hears of.
+        bench.feed([Float](repeating: 1, count: 2 * 1_000), markers: [
+            Marker(position: 0, event: .utteranceStart(UtteranceID(0))),
+            Marker(position: 300, event: .utteranceEnd(UtteranceID(0))),
+            Marker(position: 600, event: .utteranceStart(UtteranceID(1))),
+        ])
+        bench.run()
+        live.apply(ParameterChange(parameter: 0, value: 0.5))  // from frame 1000, as the slot does
+        bench.feed([Float](repeating: 1, count: 2 * 500))
+        bench.run()
+        #expect(bench.violations.isEmpty)
+        let output = bench.output()
+        #expect(output.count == 2 * 1_500)
+        #expect(output[..<(2 * 300)].allSatisfy { $0 == 1 })
+        #expect(output[(2 * 300)..<(2 * 600)].allSatisfy { $0 == 0 }, "silent between the utterances")
+        #expect(output[(2 * 600)..<(2 * 1_000)].allSatisfy { $0 == 1 })
+        #expect(output[(2 * 1_000)...].allSatisfy { $0 == 0.5 }, "the change applies from frame 1000")
     }
 
     @Test("an unknown plugin type in a graph gets the usual hint")

@@ -70,10 +70,17 @@ enum FuzzTargets {
     }
 
     /// A plugin's C descriptor made of the bytes: converted, or refused with a PluginError.
+    /// Version 1's layout or version 2's; sizes right, left 0 or too small (never larger than
+    /// the arena's entries, which a real plugin's array would hold).
     static func descriptor(_ bytes: UnsafeBufferPointer<UInt8>) {
         var input = FuzzInput(bytes)
         let arena = Arena()
+        let abiVersion: UInt32 = input.boolean() ? 1 : 2
+        func size<T>(_ type: T.Type, _ choice: UInt8) -> UInt32 {
+            choice < 240 ? UInt32(MemoryLayout<T>.size) : UInt32(choice - 240) * UInt32(MemoryLayout<T>.size) / 16
+        }
         var node = sluice_node_descriptor_t()
+        node.size = size(sluice_node_descriptor_t.self, input.byte())
         node.type_name = input.byte() < 240 ? arena.string(input.string()) : nil
         node.kind = sluice_node_kind_t(input.byte() % 4)
         node.summary = input.boolean() ? arena.string(input.string(limit: 40)) : nil
@@ -84,6 +91,8 @@ enum FuzzTargets {
             let parameters = arena.array(of: sluice_param_descriptor_t.self, count: parameterCount)
             for index in 0..<parameterCount {
                 var parameter = sluice_param_descriptor_t()
+                parameter.size = size(sluice_param_descriptor_t.self, input.byte())
+                parameter.flags = input.byte() < 128 ? 0 : UInt32(input.byte())
                 parameter.name = input.byte() < 250 ? arena.string(input.string()) : nil
                 parameter.type = sluice_param_type_t(input.byte() % 8)
                 parameter.minimum = input.boolean() ? input.double() : Double(Int8(bitPattern: input.byte()))
@@ -109,7 +118,7 @@ enum FuzzTargets {
         }
         node.param_count = UInt32(parameterCount)
         withUnsafePointer(to: &node) { pointer in
-            _ = try? DescriptorConversion.convert(pointer, path: "fuzz.so")
+            _ = try? DescriptorConversion.convert(pointer, path: "fuzz.so", abiVersion: abiVersion)
         }
     }
 

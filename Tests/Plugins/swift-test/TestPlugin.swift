@@ -15,23 +15,30 @@ public func sluicePluginEntry() -> UnsafePointer<sluice_plugin_entry_t>? {
     }
 }
 
-/// `test-gain`: out = in × gain, on every channel.
+/// `test-gain`: out = in × gain, on every channel. `gain` is live and steps to a new value at
+/// its event's offset (no ramp: a test sees the exact frame). With `gate`, the output is
+/// silent from an utterance-end marker to the next utterance start (markers as events).
 final class TestGain: Processor {
     static let description = NodeDescription(
         typeName: "test-gain", kind: .processor, summary: "Multiplies every sample by `gain` (a Swift-kit test processor).",
         inputs: [Port("in", .frames, summary: "Float32 frames")],
         outputs: [Port("out", .frames, summary: "The same frames times `gain`")],
         parameters: [
-            Parameter("gain", .number(0...4), default: .number(1), summary: "Linear gain."),
+            Parameter("gain", .number(0...4), default: .number(1), live: true, summary: "Linear gain; live, stepping at its frame."),
             Parameter("channels", .integer(0...8), default: .integer(0), summary: "Channels it accepts; 0 any."),
+            Parameter("gate", .boolean, default: .boolean(false), summary: "Silence between an utterance's end and the next start."),
         ])
 
-    let gain: Float
+    var gain: Float
     let acceptedChannels: Int
+    let gates: Bool
+    /// Between an utterance end and the next start, when `gates`.
+    var closed = false
 
     init(_ parameters: Parameters) throws(PluginError) {
         gain = Float(parameters.double("gain") ?? 1)
         acceptedChannels = parameters.integer("channels") ?? 0
+        gates = parameters.boolean("gate") ?? false
     }
 
     func activate(sampleRate: Int, maximumFrames: Int, channels: Int) throws(PluginError) {
@@ -40,11 +47,49 @@ final class TestGain: Processor {
         }
     }
 
+    func reset() {
+        closed = false
+    }
+
     func process(_ block: ProcessBlock) -> Bool {
         let input = block.input(0)
         let output = block.output(0)
-        for index in 0..<input.count { output[index] = input[index] * gain }
+        let events = block.events
+        let channels = block.channels
+        var next = 0
+        var frame = 0
+        // Indexed, not iterated: reading an event allocates nothing.
+        while frame < block.frames {
+            var end = block.frames
+            while next < events.count && events[next].offset <= frame {
+                apply(events[next])
+                next += 1
+            }
+            if next < events.count { end = min(end, events[next].offset) }
+            let level = closed ? 0 : gain
+            for index in (frame * channels)..<(end * channels) { output[index] = input[index] * level }
+            frame = end
+        }
+        while next < events.count {
+            apply(events[next])
+            next += 1
+        }
         return true
+    }
+
+    private func apply(_ event: ProcessEvent) {
+        switch event {
+        case .parameter(let index, let value, _) where index == 0:
+            gain = Float(value)
+        case .marker(let marker, _) where gates:
+            switch marker.event {
+            case .utteranceEnd: closed = true
+            case .utteranceStart: closed = false
+            default: break
+            }
+        default:
+            break
+        }
     }
 }
 

@@ -15,10 +15,39 @@
 
 /*
  * The ABI version. A plugin reports the version it was built with as the first field of its
- * entry (entry.h); a host loads only plugins whose version equals its own. Any change to a
- * struct layout, a function signature or the meaning of a value raises it.
+ * entry (entry.h); a host loads plugins of versions SLUICE_ABI_VERSION_MIN … SLUICE_ABI_VERSION
+ * and refuses any other before calling anything.
+ *
+ * The version changes only on a break: a field moved, removed or retyped, a function's
+ * signature or meaning changed. What can be added without a break is appended (below), and
+ * does not change it.
+ *
+ * Version 2 added parameter and marker events in `process` (events.h), live parameters
+ * (SLUICE_PARAM_LIVE) and the `size` fields. A version-1 plugin still loads: the host reads
+ * each of its structs as the part before `size` and hands it no events.
  */
-#define SLUICE_ABI_VERSION 1u
+#define SLUICE_ABI_VERSION 2u
+/* The oldest version a host built with these headers loads. */
+#define SLUICE_ABI_VERSION_MIN 1u
+
+/*
+ * Growing the ABI without a break
+ * -------------------------------
+ * Every struct that may grow has a `uint32_t size`, the first field version 2 added to it (so
+ * a version-1 struct is exactly the part before `size`): the node and parameter descriptors,
+ * the provider and processor vtables, `sluice_process_t` and every event. Whoever fills a
+ * struct sets `size` to `sizeof` the struct as compiled. Fields are only ever appended after
+ * the last one, and a zero (or NULL) in an appended field means what its absence meant.
+ *
+ * A reader reads a field only when `size` covers it (SLUICE_HAS_FIELD) and takes a field
+ * beyond `size` as zero; the host refuses a struct smaller than version 2's (a `size` left
+ * 0). An array of such structs (a descriptor's `params`) is walked with its elements' `size`
+ * as the stride. Event kinds, marker kinds, flag bits and enum values are added the same
+ * way: a reader skips or ignores what it does not know. New interfaces come under new ids
+ * (`get_factory`); an incompatible revision of one gets a new revision number in its id.
+ */
+#define SLUICE_HAS_FIELD(pointer, type, field) \
+    ((pointer)->size >= offsetof(type, field) + sizeof(((const type *)0)->field))
 
 #if defined(__cplusplus)
 #define SLUICE_EXTERN_C_BEGIN extern "C" {

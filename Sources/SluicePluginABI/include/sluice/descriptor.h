@@ -35,6 +35,16 @@ enum {
     SLUICE_PARAM_CHOICE = 6   /* one of `choices` */
 };
 
+/* Flags of a parameter (`sluice_param_descriptor_t.flags`), ORed together. */
+enum {
+    /* The parameter may change while the graph plays: the host sends each change to the
+     * processor as a SLUICE_EVENT_PARAM event in `process` (events.h), at the frame it applies
+     * from. NUMBER and INTEGER parameters only, of processors only; the processor moves there
+     * without a click (a ramp). `sluice serve`/`sluice ctl set` change it; `sluice plugins
+     * --verbose` shows it as `live`. */
+    SLUICE_PARAM_LIVE = 1u << 0
+};
+
 /* A value. Which field counts depends on the parameter's type: `number` for NUMBER,
  * `integer` for INTEGER, `boolean` for BOOLEAN, `string` (UTF-8, NUL-terminated) for STRING,
  * PATH and CHOICE. The other fields are zero. */
@@ -73,6 +83,12 @@ typedef struct sluice_param_descriptor {
     const char *unit;
     /* One line: what the parameter does. */
     const char *summary;
+
+    /* Version 2 (common.h, "Growing the ABI"). Every entry of a `params` array has the same
+     * `size`: sizeof(sluice_param_descriptor_t) as the plugin was built. */
+    uint32_t size;
+    /* SLUICE_PARAM_* flags; 0: fixed once the node is created. */
+    uint32_t flags;
 } sluice_param_descriptor_t;
 
 /* One input or output. Every port of a node must be linked in a graph that uses it. */
@@ -97,8 +113,12 @@ typedef struct sluice_node_descriptor {
     uint32_t input_count;
     const sluice_port_descriptor_t *outputs;
     uint32_t output_count;
+    /* `param_count` entries, walked with their `size` as the stride. */
     const sluice_param_descriptor_t *params;
     uint32_t param_count;
+
+    /* Version 2: sizeof(sluice_node_descriptor_t) as the plugin was built. */
+    uint32_t size;
 } sluice_node_descriptor_t;
 
 SLUICE_EXTERN_C_END

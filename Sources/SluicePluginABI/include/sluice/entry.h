@@ -6,8 +6,9 @@
  * function rather than data so that a plugin written in Swift can export it with `@c`; it
  * must do nothing but return the pointer.
  *
- * The host reads `abi_version` before anything else and refuses a plugin whose version is
- * not its own without calling any of its functions. Then: `init` once → `get_factory` and
+ * The host reads `abi_version` before anything else and refuses a plugin whose version it
+ * does not load (common.h: SLUICE_ABI_VERSION_MIN … SLUICE_ABI_VERSION) without calling any of
+ * its functions. Then: `init` once → `get_factory` and
  * the factory's functions → every instance destroyed → `deinit` once. A host may call `init`
  * again after `deinit` (when it loads the plugin again).
  */
@@ -21,7 +22,8 @@ SLUICE_EXTERN_C_BEGIN
 #define SLUICE_PLUGIN_ENTRY_SYMBOL "sluice_plugin_entry"
 
 typedef struct sluice_plugin_entry {
-    /* SLUICE_ABI_VERSION as the plugin was built. Always the first field, in every version. */
+    /* SLUICE_ABI_VERSION as the plugin was built. Always the first field, in every version;
+     * the entry itself never grows (new interfaces come through `get_factory`). */
     uint32_t abi_version;
 
     /* [control-thread] Called once, after the library is loaded and its version checked,

@@ -9,11 +9,15 @@
  * In each `process` call every input offers `frames` frames and every output takes exactly
  * `frames` frames: output frame n is written from input frame n, so the host keeps stream
  * positions and markers aligned. An input whose stream has ended arrives as silence.
+ *
+ * Since version 2 a call also carries events (events.h): the changes of live parameters and
+ * the markers the inputs reached, each at the frame of the call it applies from.
  */
 #ifndef SLUICE_PROCESSOR_H
 #define SLUICE_PROCESSOR_H
 
 #include "common.h"
+#include "events.h"
 
 SLUICE_EXTERN_C_BEGIN
 
@@ -26,11 +30,14 @@ enum {
     SLUICE_PROCESS_ERROR = -1
 };
 
-/* One call's audio. Owned by the host, valid only during `process`. */
+/* One call's audio and events. Owned by the host, valid only during `process`. */
 typedef struct sluice_process {
     /* Index of this call's first frame since `activate` or `reset`. */
     uint64_t position;
-    /* Frames each input offers and each output takes: 1 … `max_frames` from `activate`. */
+    /* Frames each input offers and each output takes: 1 … `max_frames` from `activate`.
+     * Version 2: 0 in a call that carries only events — when more wait than one call holds,
+     * and once after every input's stream has ended, to hand over its last markers. Such a
+     * call reads and writes no samples. A version-1 plugin never gets one. */
     uint32_t frames;
     /* Channels in every port, as given to `activate`. */
     uint32_t channels;
@@ -41,6 +48,16 @@ typedef struct sluice_process {
     /* `output_count` pointers, each to room for `frames × channels` samples. Never aliases
      * an input. */
     float *const *outputs;
+
+    /* Version 2 (common.h, "Growing the ABI"): sizeof(sluice_process_t) as the host built
+     * it. A plugin reads a field added after version 2 only when SLUICE_HAS_FIELD(process,
+     * sluice_process_t, field) says it is there. */
+    uint32_t size;
+    /* How many events `events` holds (0: none). */
+    uint32_t event_count;
+    /* `event_count` pointers to events, in order of `offset` (events at one offset in the
+     * order they happened), each starting with a sluice_event_header_t. NULL when none. */
+    const sluice_event_header_t *const *events;
 } sluice_process_t;
 
 typedef struct sluice_processor_vtable {
@@ -51,8 +68,9 @@ typedef struct sluice_processor_vtable {
     bool (*activate)(void *instance, uint32_t sample_rate, uint32_t max_frames, uint32_t channels,
                      sluice_error_t *error);
 
-    /* [audio-thread & active] Processes one block (see sluice_process_t). Real-time rules
-     * apply: no allocation, locks, waits, I/O or logging. */
+    /* [audio-thread & active] Processes one block (see sluice_process_t) and applies its
+     * events, each from its offset: split the block at each event's offset, or ramp from
+     * there. Real-time rules apply: no allocation, locks, waits, I/O or logging. */
     sluice_process_status_t (*process)(void *instance, const sluice_process_t *process);
 
     /* [control-thread & active] Forgets the stream (envelopes, delay lines) as if just
@@ -64,6 +82,10 @@ typedef struct sluice_processor_vtable {
 
     /* [control-thread & !active] Frees the instance. No call comes after it. */
     void (*destroy)(void *instance);
+
+    /* Version 2: sizeof(sluice_processor_vtable_t) as the plugin was built. Functions added
+     * later are appended after it, optional (NULL: not supported). */
+    uint32_t size;
 } sluice_processor_vtable_t;
 
 /* An instance: `create_processor` (factory.h) fills one in. `instance` and `vtable` are owned

@@ -85,6 +85,11 @@ typedef struct sluice_provider_vtable {
     /* [any-thread] Optional (may be NULL, meaning none): what the provider can do, as
      * SLUICE_PROVIDER_* flags ORed together. Must not change over the instance's life. */
     uint32_t (*get_capabilities)(void *instance);
+
+    /* Version 2 (common.h, "Growing the ABI"): sizeof(sluice_provider_vtable_t) as the
+     * plugin was built. Functions added later are appended after it, optional (NULL: not
+     * supported). */
+    uint32_t size;
 } sluice_provider_vtable_t;
 
 /* Capabilities `get_capabilities` reports. */

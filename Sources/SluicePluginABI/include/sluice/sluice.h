@@ -7,6 +7,7 @@
  *   factory.h     the node factory: list types, create instances
  *   provider.h    the provider vtable: text in, PCM bytes out
  *   processor.h   the processor vtable: activate, process, reset, deactivate, destroy
+ *   events.h      what `process` carries beside audio: parameter changes and markers
  *
  * docs/plugins.md walks through writing a plugin in C and in Swift.
  */
@@ -16,6 +17,7 @@
 #include "common.h"
 #include "descriptor.h"
 #include "entry.h"
+#include "events.h"
 #include "factory.h"
 #include "processor.h"
 #include "provider.h"

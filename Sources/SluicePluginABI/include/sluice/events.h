@@ -1,0 +1,88 @@
+/*
+ * Events: what reaches a processor beside its audio in `process` (processor.h) — changes of
+ * its live parameters and the stream's markers (utterance start and end, discontinuity, text
+ * span, end of stream) — as CLAP's `clap_process` carries `in_events`. Since version 2.
+ *
+ * Each event starts with a `sluice_event_header_t`; its `kind` says which struct it is and its
+ * `size` how long it is, so a plugin skips a kind it does not know and reads fields appended
+ * later only when `size` covers them (SLUICE_HAS_FIELD, common.h). Events are owned by the
+ * host and valid only during the `process` call that carries them.
+ */
+#ifndef SLUICE_EVENTS_H
+#define SLUICE_EVENTS_H
+
+#include "common.h"
+
+SLUICE_EXTERN_C_BEGIN
+
+/* Which event a header starts. */
+typedef uint32_t sluice_event_kind_t;
+enum {
+    /* A sluice_param_event_t: a live parameter changes. */
+    SLUICE_EVENT_PARAM = 1,
+    /* A sluice_marker_event_t: a marker reached the processor on one of its inputs. */
+    SLUICE_EVENT_MARKER = 2
+};
+
+/* The start of every event. */
+typedef struct sluice_event_header {
+    /* sizeof the whole event (this header included) as the host built it. */
+    uint32_t size;
+    sluice_event_kind_t kind; /* SLUICE_EVENT_* */
+    /* The frame of this call from which the event applies: 0 … frames − 1 (0 in a call of 0
+     * frames). Frames before it are processed as before the event, frames from it after. */
+    uint32_t offset;
+    /* 0; reserved for flags. */
+    uint32_t reserved;
+} sluice_event_header_t;
+
+/* A live parameter's new value (SLUICE_PARAM_LIVE, descriptor.h). */
+typedef struct sluice_param_event {
+    sluice_event_header_t header; /* kind SLUICE_EVENT_PARAM */
+    /* The parameter's index in the node descriptor's `params`. */
+    uint32_t param_index;
+    uint32_t reserved; /* 0 */
+    /* The new value, within the parameter's range; a whole number for an INTEGER. */
+    double value;
+} sluice_param_event_t;
+
+/* What a marker announces. */
+typedef uint32_t sluice_marker_kind_t;
+enum {
+    /* The audio of utterance `utterance` begins here. */
+    SLUICE_MARKER_UTTERANCE_START = 1,
+    /* The audio of utterance `utterance` ends here. */
+    SLUICE_MARKER_UTTERANCE_END = 2,
+    /* The signal jumps here (a gap, a provider's failure). */
+    SLUICE_MARKER_DISCONTINUITY = 3,
+    /* The audio from here speaks bytes `text_start` … `text_end` (UTF-8, end exclusive) of
+     * the stream's text, in utterance `utterance`. */
+    SLUICE_MARKER_TEXT_SPAN = 4,
+    /* This input's stream has ended: from here it arrives as silence. */
+    SLUICE_MARKER_END_OF_STREAM = 5
+};
+
+/* Flags of a marker (`sluice_marker_event_t.flags`). */
+enum {
+    /* The signal does not continue across this marker (an utterance cut short): fade. */
+    SLUICE_MARKER_DISCONTINUOUS = 1u << 0
+};
+
+/* A marker that one input carried. The host still passes every marker downstream itself, as
+ * before: the event tells the processor, it does not ask it to forward anything. */
+typedef struct sluice_marker_event {
+    sluice_event_header_t header; /* kind SLUICE_EVENT_MARKER */
+    sluice_marker_kind_t marker;  /* SLUICE_MARKER_* */
+    /* The input it arrived on: 0 … input_count − 1. */
+    uint32_t input;
+    uint32_t flags; /* SLUICE_MARKER_* flags */
+    /* UTTERANCE_START, UTTERANCE_END and TEXT_SPAN: the utterance's id; 0 otherwise. */
+    uint32_t utterance;
+    /* TEXT_SPAN: the byte range; 0 otherwise. */
+    int32_t text_start;
+    int32_t text_end;
+} sluice_marker_event_t;
+
+SLUICE_EXTERN_C_END
+
+#endif /* SLUICE_EVENTS_H */
