@@ -64,6 +64,8 @@ let package = Package(
         // What a node author's tests link: a node driven by the engine's own rule.
         .library(name: "SluiceTestKit", targets: ["SluiceTestKit"]),
         .executable(name: "sluice", targets: ["sluice"]),
+        // speech-dispatcher's output module for a served graph (docs/speech-dispatcher.md).
+        .executable(name: "sd_sluice", targets: ["sd_sluice"]),
         // The plugin ABI (C headers), the loader, and the kit Swift plugins link.
         .library(name: "SluicePluginABI", targets: ["SluicePluginABI"]),
         .library(name: "SluicePlugins", targets: ["SluicePlugins"]),
@@ -139,6 +141,8 @@ let package = Package(
 
         // A running graph's control: the JSON-lines socket, OSC through liblo, the commands.
         .target(name: "SluiceControl", dependencies: ["SluiceGraph", "SluiceSpeech", "CLiblo"]),
+
+        .executableTarget(name: "sd_sluice", dependencies: ["SluiceControl"]),
 
         // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
         .target(name: "SluicePluginABI"),

@@ -241,7 +241,7 @@ public final class ServedGraph: Sendable {
             return .failure(ControlError(code: "quitting", message: "the graph is ending; nothing more is spoken"))
         }
         let source = speakers[name]!
-        let utterance = spoken.withLock { spoken -> Int in
+        let (first, utterance) = spoken.withLock { spoken -> (Int, Int) in
             var record = spoken[name] ?? Spoken()
             // Sentence by sentence, as `sluice speak` hands text over: the first plays as soon
             // as it is synthesised, and heard text is told to the sentence.
@@ -253,11 +253,13 @@ public final class ServedGraph: Sendable {
                 record.texts[record.count] = sentence
                 record.count += 1
             }
+            let first = spoken[name]?.count ?? 0
             record.forgetHeard()
             spoken[name] = record
-            return record.count
+            return (first, record.count)
         }
-        return .success(["node": name, "queued": utterance])
+        // `first` and `count`: the ids of the utterances this text became (events name them).
+        return .success(["node": name, "queued": utterance, "first": first, "count": utterance - first])
     }
 
     /// Barge-in on the graph's text-driven node: its text still queued is dropped, the sinks

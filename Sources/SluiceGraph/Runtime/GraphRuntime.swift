@@ -207,11 +207,12 @@ final class GraphRuntime: @unchecked Sendable {
             let sink = sinks[index]
             guard sink.controller.strategy == .auto, sink.playhead.state == .buffering else { continue }
             let played = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
-            // Production is measured from the source's first output: time before it (waiting
-            // for text that had not arrived) says nothing about how fast it synthesises.
-            guard let first = source.firstOutputGraphTime else { continue }
+            // Production is measured from the current reply's first output (the stream's, but in
+            // a served graph): time before it (waiting for text that had not arrived) says
+            // nothing about how fast the source synthesises.
+            guard let first = source.segmentFirstOutputGraphTime else { continue }
             if let watermark = sink.controller.autoWatermark(
-                producedSeconds: source.producedSeconds, sourceFinished: source.finished.load(ordering: .acquiring),
+                producedSeconds: source.segmentProducedSeconds, sourceFinished: source.finished.load(ordering: .acquiring),
                 elapsed: time - first, expectedDuration: source.node.expectedDuration, playedSeconds: played) {
                 sink.playhead.watermarkFrames = watermark
             }

@@ -30,6 +30,24 @@ final class SourceSlot: @unchecked Sendable {
     var marksGapsWhenIdle = false
     /// Whether audio was produced since the last gap was marked.
     private var producedSinceGap = false
+    /// Where the current reply began: the units produced before its first output, and when
+    /// that came (bits; 0 before). `auto` measures production from here, so the wait between
+    /// replies of a served graph does not count as slow synthesis.
+    let segmentStartUnits = Atomic<Int>(0)
+    private let segmentFirstOutputBits = Atomic<UInt64>(0)
+    private var segmentPending = true
+
+    /// Graph seconds when the current reply's first units were committed, or nil; any thread.
+    var segmentFirstOutputGraphTime: Double? {
+        let bits = segmentFirstOutputBits.load(ordering: .acquiring)
+        return bits == 0 ? nil : Double(bitPattern: bits)
+    }
+
+    /// Audio produced since the current reply began; any thread.
+    var segmentProducedSeconds: Double {
+        let units = producedUnits.load(ordering: .relaxed) - segmentStartUnits.load(ordering: .relaxed)
+        return Double(units) / Double(output.format.unitsPerSecond)
+    }
 
     private(set) var isFinished = false
     private(set) var failure: SourceFailure?
@@ -107,13 +125,21 @@ final class SourceSlot: @unchecked Sendable {
             producedUnits.add(produced, ordering: .relaxed)
             output.wakeReader()
         }
-        if produced > 0 { producedSinceGap = true }
+        if produced > 0 {
+            producedSinceGap = true
+            if segmentPending {
+                segmentPending = false
+                segmentStartUnits.store(producedUnits.load(ordering: .relaxed) - produced, ordering: .relaxed)
+                segmentFirstOutputBits.store(max(time, .leastNonzeroMagnitude).bitPattern, ordering: .releasing)
+            }
+        }
         if marksGapsWhenIdle && producedSinceGap, case .more = status, produced == 0,
             let text = node as? any TextDrivenSource, text.hasSpokenAllText, output.markerRoom() >= 1
         {
             output.push(Marker(position: output.writtenUnits.load(ordering: .relaxed), event: .discontinuity, isDiscontinuous: true))
             output.wakeReader()
             producedSinceGap = false
+            segmentPending = true
             return .progressed
         }
         switch status {

@@ -1,0 +1,269 @@
+import Foundation
+import SluiceControl
+import Synchronization
+
+/// The module side of speech-dispatcher's output-module protocol: commands on standard input
+/// (INIT, AUDIO, SET, SPEAK, CHAR, KEY, SOUND_ICON, STOP, PAUSE, LIST VOICES, LOGLEVEL, DEBUG,
+/// QUIT), numbered replies on standard output, and the events 701 BEGIN, 702 END, 703 STOP
+/// and 704 PAUSE when the served graph's listener hears a message begin and end or it is cut.
+///
+/// Each message is spoken through `sluice serve`'s control socket; a `watch` connection tells
+/// when its first utterance is heard and its last has ended.
+final class SpeechdModule: @unchecked Sendable {
+    // SAFETY (@unchecked Sendable): `settings`, `applied` and the configuration are the main
+    // thread's; what the event thread shares with it is behind `state`'s mutex, and standard
+    // output behind `output`'s.
+    private let configuration: ModuleConfiguration
+    private var settings = SpeechdSettings()
+    private var applied: SpeechdSettings?
+    private let output = Mutex<Void>(())
+    private let state = Mutex(MessageState())
+
+    /// The message being spoken: its utterance ids once the graph has queued them, and what
+    /// the listener has heard of every utterance so far.
+    private struct MessageState {
+        var active = false
+        var range: ClosedRange<Int>?
+        var begun = false
+        var started: Set<Int> = []
+        var ended: Set<Int> = []
+    }
+
+    init(configuration: ModuleConfiguration) {
+        self.configuration = configuration
+        settings.voice = configuration.defaultVoice
+    }
+
+    /// Runs the protocol until QUIT or the end of standard input; the exit status.
+    func run() -> Int32 {
+        guard readLine() == "INIT" else {
+            FileHandle.standardError.write(Data("sd_sluice: speech-dispatcher did not start with INIT\n".utf8))
+            return 1
+        }
+        do {
+            let status = try request(["command": "status"])
+            send("299-Sluice: graph '\(status["graph"] as? String ?? "?")' at \(configuration.socket)", "299 OK LOADED SUCCESSFULLY")
+        } catch {
+            send("399-\(error)", "399 ERR CANT INIT MODULE")
+            return 1
+        }
+        startWatching()
+        while let line = readLine() {
+            switch line {
+            case "SPEAK": speak(kind: .text)
+            case "CHAR": speak(kind: .character)
+            case "KEY": speak(kind: .key)
+            case "SOUND_ICON": speak(kind: .soundIcon)
+            case "STOP": stop(reporting: "703 STOP")
+            case "PAUSE": stop(reporting: "704 PAUSE")
+            case "SET": settingsBlock(ack: "203 OK RECEIVING SETTINGS", done: "203 OK SETTINGS RECEIVED") { self.settings.set($0, $1) }
+            case "AUDIO": settingsBlock(ack: "207 OK RECEIVING AUDIO SETTINGS", done: "203 OK AUDIO INITIALIZED") { _, _ in true }
+            case "LOGLEVEL": settingsBlock(ack: "207 OK RECEIVING LOGLEVEL SETTINGS", done: "203 OK LOGLEVEL SET") { _, _ in true }
+            case "QUIT":
+                send("210 OK QUIT")
+                return 0
+            default:
+                if line.hasPrefix("LIST VOICES") {
+                    listVoices()
+                } else if line.hasPrefix("DEBUG") {
+                    send("200 OK DEBUGGING \(line.contains("ON") ? "ON" : "OFF")")
+                } else {
+                    send("300 ERR UNKNOWN COMMAND")
+                }
+            }
+        }
+        return 0
+    }
+
+    // MARK: Commands
+
+    enum MessageKind { case text, character, key, soundIcon }
+
+    /// SPEAK and its kin: the message's lines up to ".", then 200 and the speech.
+    private func speak(kind: MessageKind) {
+        send("202 OK RECEIVING MESSAGE")
+        var lines: [String] = []
+        while let line = readLine(), line != "." {
+            // A line starting with "." has it doubled, as in SMTP.
+            lines.append(line.hasPrefix("..") ? String(line.dropFirst()) : line)
+        }
+        var text = SpeechdText.plain(lines.joined(separator: "\n")).trimmingCharacters(in: .whitespacesAndNewlines)
+        switch kind {
+        case .text: break
+        case .character, .key: text = text == "space" ? "space" : text.replacingOccurrences(of: "_", with: " ")
+        case .soundIcon: text = ""
+        }
+        state.withLock { $0 = MessageState(active: !text.isEmpty, started: $0.started, ended: $0.ended) }
+        send("200 OK SPEAKING")
+        guard !text.isEmpty else {
+            // Nothing to say (an icon, white space): begun and ended at once.
+            send("701 BEGIN")
+            send("702 END")
+            return
+        }
+        applySettings()
+        do {
+            var speak: [String: Any] = ["command": "speak", "text": text]
+            if let speaker = configuration.speaker { speak["node"] = speaker }
+            let reply = try request(speak)
+            let count = reply["count"] as? Int ?? 0
+            let first = reply["first"] as? Int ?? 0
+            guard count > 0 else {
+                state.withLock { $0.active = false }
+                send("701 BEGIN")
+                send("702 END")
+                return
+            }
+            state.withLock { $0.range = first...(first + count - 1) }
+            report()
+        } catch {
+            FileHandle.standardError.write(Data("sd_sluice: \(error)\n".utf8))
+            state.withLock { $0.active = false }
+            send("701 BEGIN")
+            send("702 END")
+        }
+    }
+
+    /// STOP and PAUSE: the served graph barges in (a 5 ms fade); the message ends with `event`.
+    private func stop(reporting event: String) {
+        let active = state.withLock { state -> Bool in
+            defer { state.active = false }
+            return state.active
+        }
+        guard active else { return }
+        _ = try? request(["command": "cancel"])
+        send(event)
+    }
+
+    /// SET, AUDIO, LOGLEVEL: `name=value` lines up to "."; any refused value fails the block.
+    private func settingsBlock(ack: String, done: String, _ set: (String, String) -> Bool) {
+        send(ack)
+        var accepted = true
+        while let line = readLine(), line != "." {
+            guard let equals = line.firstIndex(of: "=") else {
+                accepted = false
+                continue
+            }
+            if !set(String(line[..<equals]), String(line[line.index(after: equals)...])) { accepted = false }
+        }
+        send(accepted ? done : "303 ERROR INVALID PARAMETER OR VALUE")
+    }
+
+    /// The voices: espeak-ng's, by their language (as its own speech-dispatcher module does).
+    private func listVoices() {
+        var lines: [String] = []
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+        process.arguments = ["--voices"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        if (try? process.run()) != nil {
+            let listing = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            for row in listing.split(separator: "\n").dropFirst() {
+                let fields = row.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 4 else { continue }
+                lines.append("200-\(fields[3])\t\(fields[1])\tnone")
+            }
+        }
+        if lines.isEmpty { lines = ["200-\(configuration.defaultVoice)\t\(configuration.defaultVoice)\tnone"] }
+        send(lines + ["200 OK VOICE LIST SENT"])
+    }
+
+    // MARK: The served graph
+
+    /// The provider's parameters and the volume node's gain, when they changed since the last
+    /// message: `configure` between messages (it would drop speech under way), `set` for gain.
+    private func applySettings() {
+        if applied?.provider != settings.provider {
+            var configure: [String: Any] = ["command": "configure", "node": configuration.speaker ?? "voice"]
+            configure["parameters"] = settings.provider
+            if configuration.speaker == nil, let speakers = try? request(["command": "parameters"])["speakers"] as? [String],
+                let only = speakers.first
+            {
+                configure["node"] = only
+            }
+            _ = try? request(configure)
+        }
+        if let node = configuration.volumeNode, applied?.volume != settings.volume {
+            _ = try? request(["command": "set", "node": node, "parameter": "gain", "value": settings.gain])
+        }
+        applied = settings
+    }
+
+    /// One request on a connection of its own; the reply's fields, or the refusal as an error.
+    private func request(_ object: [String: Any]) throws -> [String: Any] {
+        let line = ControlJSON.encode(object)
+        let reply = try ControlClient.send(line, to: configuration.socket)
+        let fields = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] ?? [:]
+        if fields["ok"] as? Bool != true {
+            let error = fields["error"] as? [String: Any]
+            throw ControlError(code: error?["code"] as? String ?? "refused", message: error?["message"] as? String ?? reply)
+        }
+        return fields
+    }
+
+    /// Follows the graph's events on a thread of its own: utterances heard begin and end.
+    private func startWatching() {
+        let socket = configuration.socket
+        let thread = Thread { [self] in
+            try? ControlClient.stream(ControlJSON.encode(["command": "watch"]), to: socket) { line in
+                guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let name = event["event"] as? String, let id = event["utterance"] as? Int
+                else { return true }
+                state.withLock { state in
+                    if name == "utterance-started" { state.started.insert(id) }
+                    if name == "utterance-ended" { state.ended.insert(id) }
+                }
+                report()
+                return true
+            }
+            // The graph went away: nothing will be heard; end the message.
+            let active = state.withLock { state -> Bool in
+                defer { state.active = false }
+                return state.active
+            }
+            if active { send("702 END") }
+        }
+        thread.name = "sd_sluice-events"
+        thread.start()
+    }
+
+    /// BEGIN once the message's first utterance is heard, END once its last has ended.
+    private func report() {
+        let (begin, end) = state.withLock { state -> (Bool, Bool) in
+            guard state.active, let range = state.range else { return (false, false) }
+            var begin = false
+            if !state.begun && (state.started.contains(range.lowerBound) || state.ended.contains(range.upperBound)) {
+                state.begun = true
+                begin = true
+            }
+            let end = state.ended.contains(range.upperBound)
+            if end {
+                state.active = false
+                state.started = state.started.filter { $0 > range.upperBound }
+                state.ended = state.ended.filter { $0 > range.upperBound }
+            }
+            return (begin, end)
+        }
+        if begin { send("701 BEGIN") }
+        if end { send("702 END") }
+    }
+
+    // MARK: Standard input and output
+
+    private func readLine() -> String? {
+        Swift.readLine(strippingNewline: true)
+    }
+
+    private func send(_ lines: String...) {
+        send(lines)
+    }
+
+    private func send(_ lines: [String]) {
+        output.withLock { _ in
+            for line in lines { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+/// What speech-dispatcher sets (SET: `rate`, `pitch`, `volume` from −100 to 100, `voice`,
+/// `synthesis_voice`, `language`, and modes a speech engine handles) mapped to the served
+/// graph: the espeak provider's `rate` (words a minute), `pitch` (0–99) and `voice`, and the
+/// volume node's gain.
+struct SpeechdSettings: Equatable {
+    var rate = 0
+    var pitch = 0
+    var volume = 100
+    var voice = "en"
+    /// A voice type (MALE1 … CHILD_FEMALE), as an espeak-ng variant.
+    var voiceType: String?
+    var synthesisVoice: String?
+
+    /// Sets one value; false when the name or value is not one speech-dispatcher sends.
+    mutating func set(_ name: String, _ value: String) -> Bool {
+        func number() -> Int? { Int(value).map { min(100, max(-100, $0)) } }
+        switch name {
+        case "rate": rate = number() ?? rate
+        case "pitch": pitch = number() ?? pitch
+        case "volume": volume = number() ?? volume
+        case "language": if value != "NULL" { voice = value.lowercased() }
+        case "voice": voiceType = value == "NULL" ? nil : value.uppercased()
+        case "synthesis_voice": synthesisVoice = value == "NULL" || value.isEmpty ? nil : value
+        case "punctuation_mode", "spelling_mode", "cap_let_recogn", "pitch_range":
+            return true  // the graph's provider speaks text as it is
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// The espeak provider's parameters: −100 … 100 around espeak-ng's defaults.
+    var provider: [String: String] {
+        // Rate: 175 words a minute at 0, 80 at −100, 450 at 100 (espeak-ng's own range).
+        let words = rate < 0 ? 175 + (175 - 80) * rate / 100 : 175 + (450 - 175) * rate / 100
+        var voiceName = synthesisVoice ?? voice
+        if synthesisVoice == nil, let variant = voiceType.flatMap(Self.variants.index(forKey:)).map({ Self.variants.values[$0] }) {
+            voiceName += "+" + variant
+        }
+        return ["rate": String(words), "pitch": String(50 + pitch / 2), "voice": voiceName]
+    }
+
+    /// The volume node's gain: 1 at speech-dispatcher's default 100, 0 at −100.
+    var gain: Double { Double(volume + 100) / 200 }
+
+    static let variants: [String: String] = [
+        "MALE1": "m1", "MALE2": "m2", "MALE3": "m3", "FEMALE1": "f1", "FEMALE2": "f2", "FEMALE3": "f3",
+        "CHILD_MALE": "m4", "CHILD_FEMALE": "f4",
+    ]
+}

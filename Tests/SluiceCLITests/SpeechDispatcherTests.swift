@@ -1,0 +1,117 @@
+import Foundation
+import JackTestSupport
+import SluiceTestSupport
+import Testing
+
+/// speech-dispatcher (Debian's 0.11) speaking through a served graph: a private
+/// speech-dispatcher configured by the test to use the `sd_sluice` module, `spd-say` as any
+/// application would call it, and a JACK recording of what is heard.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct SpeechDispatcherTests {
+    /// A private speech-dispatcher whose only module is sd_sluice, talking to `socket`.
+    final class Dispatcher {
+        let process = Process()
+        let folder: TemporaryFolder
+        let address: String
+
+        init(controlSocket: String) throws {
+            folder = TemporaryFolder()
+            let socket = folder.file("speechd.sock").path
+            address = "unix_socket:\(socket)"
+            try FileManager.default.createDirectory(at: folder.file("logs"), withIntermediateDirectories: true)
+            let module = CommandRunner.productsFolder.appendingPathComponent("sd_sluice").path
+            let moduleConfig = try folder.write("SluiceSocket \"\(controlSocket)\"\n", to: "sluice.conf")
+            _ = try folder.write(
+                """
+                CommunicationMethod "unix_socket"
+                SocketPath "\(socket)"
+                DefaultModule sluice
+                DefaultLanguage "en"
+                AddModule "sluice" "\(module)" "\(moduleConfig.path)"
+
+                """, to: "speechd.conf")
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/speech-dispatcher")
+            process.arguments = [
+                "--run-single", "--timeout", "0", "--config-dir", folder.url.path, "--socket-path", socket,
+                "--communication-method", "unix_socket", "--log-dir", folder.file("logs").path,
+                "--pid-file", folder.file("speechd.pid").path,
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(10)
+            while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(50_000) }
+        }
+
+        /// `spd-say ARGUMENTS…` against this speech-dispatcher.
+        func say(_ arguments: [String]) throws -> CommandRunner.Outcome {
+            try CommandRunner.run(
+                executable: URL(fileURLWithPath: "/usr/bin/spd-say"), arguments, timeout: 30,
+                environment: ["SPEECHD_ADDRESS": address])
+        }
+
+        /// What the module logged, for failure messages.
+        var log: String {
+            let logs = (try? FileManager.default.contentsOfDirectory(atPath: folder.file("logs").path)) ?? []
+            return logs.map { (try? String(contentsOf: folder.file("logs/\($0)"), encoding: .utf8)) ?? "" }
+                .joined(separator: "\n").suffix(2_000).description
+        }
+
+        deinit {
+            guard process.isRunning else { return }
+            // SIGTERM first (it tells its modules to quit), SIGKILL if it is still there.
+            process.terminate()
+            let deadline = Date().addingTimeInterval(3)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    @Test("spd-say is heard through the served graph in JACK, and spd-say -S cuts it with a fade")
+    func spdSayThroughSluice() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "speechd-ear-\(getpid())", channels: 2, capacityFrames: 30 * 48_000)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let serve = ServeCommandTests()
+        let served = try ServeCommandTests.Served(
+            graph: try serve.speechGraph(in: folder, client: "speechd-\(getpid())", recorder: recorder),
+            socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+        let dispatcher = try Dispatcher(controlSocket: served.socket)
+
+        // -w: spd-say returns once speech-dispatcher heard the module's END.
+        let hello = try dispatcher.say(["-w", "Hello from speech dispatcher."])
+        #expect(hello.status == 0, "\(hello.standardError)\n\(dispatcher.log)")
+        usleep(300_000)
+        let first = serve.stretches(recorder.samples(channel: 0))
+        #expect(first.count == 1, "\(first)\n\(dispatcher.log)")
+
+        // A long sentence, stopped once it has been heard for a while.
+        let long = "This is a long sentence that will be stopped well before it ends, because it goes on and on and on."
+        #expect(try dispatcher.say([long]).status == 0)
+        var heard = 0
+        for _ in 0..<100 where heard < 48_000 {
+            usleep(50_000)
+            let spans = serve.stretches(recorder.samples(channel: 0))
+            heard = spans.count > 1 ? spans[1].length : 0
+        }
+        #expect(try dispatcher.say(["-S"]).status == 0)
+        usleep(1_500_000)
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        recorder.stop()
+
+        let samples = recorder.samples(channel: 0)
+        let spans = serve.stretches(samples)
+        #expect(spans.count == 2, "\(spans)")
+        if spans.count == 2 {
+            // The sentence takes about six seconds; the stop cut it within a second or two,
+            // ending in a fade rather than a click.
+            #expect(spans[1].length < 4 * 48_000, "\(spans)")
+            let end = spans[1].start + spans[1].length
+            #expect(abs(samples[end - 1]) < 0.01, "the stop ends on \(samples[end - 1])")
+        }
+    }
+}
