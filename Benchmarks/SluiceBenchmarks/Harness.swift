@@ -126,9 +126,11 @@ func note(_ message: String) {
     FileHandle.standardError.write(Data(("  " + message + "\n").utf8))
 }
 
-/// Stops the whole program: a benchmark whose work went wrong must not report a speed.
+/// Stops the whole program: a benchmark whose work went wrong must not report a speed. Every
+/// child the harness started (jackd last) is ended first.
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data(("SluiceBenchmarks: error: " + message + "\n").utf8))
+    ChildRegistry.endAll()
     exit(1)
 }
 

@@ -58,6 +58,8 @@ while let option = arguments.popFirst() {
     }
 }
 
+// A failure or a signal ends every child the suites started (and jackd last).
+ChildRegistry.installSignalHandlers()
 let selected = suiteName == "all" ? suites : suites.filter { $0.name == suiteName }
 if selected.isEmpty { exitWithUsage("unknown suite '\(suiteName)'") }
 for suite in selected {
