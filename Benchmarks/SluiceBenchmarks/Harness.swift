@@ -153,6 +153,8 @@ struct Figure {
     var goalMet: Bool? = nil
     /// Extra keys appended after the standard ones, in this order.
     var extras: [(key: String, value: Double)] = []
+    /// Extra true/false keys, printed after `extras`.
+    var flags: [(key: String, value: Bool)] = []
 
     /// sluice / reference: above 1 means Sluice is faster. Two zeros (no frames added by
     /// either) are equal: 1.
@@ -165,7 +167,7 @@ struct Figure {
             ("metric", jsonString(metric)),
             ("sluice", jsonNumber(sluice)),
             ("reference", jsonNumber(reference)),
-            ("ratio", String(format: "%.3f", ratio)),
+            ("ratio", ratio.isFinite ? String(format: "%.3f", ratio) : "null"),
             ("unit", jsonString(unit)),
             ("reference_name", jsonString(referenceName)),
             ("runs", String(runs)),
@@ -173,6 +175,7 @@ struct Figure {
         if let goal { fields.append(("goal", jsonString(goal))) }
         if let goalMet { fields.append(("goal_met", goalMet ? "true" : "false")) }
         for extra in extras { fields.append((extra.key, jsonNumber(extra.value))) }
+        for flag in flags { fields.append((flag.key, flag.value ? "true" : "false")) }
         return "{" + fields.map { "\(jsonString($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 
