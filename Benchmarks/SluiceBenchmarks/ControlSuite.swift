@@ -153,6 +153,7 @@ enum ControlSuite {
                 extras: [
                     ("sluice_max", values.max()!), ("sluice_p99", percentile(0.99)), ("sluice_p90", percentile(0.90)),
                     ("sluice_min", values.min()!), ("messages", Double(values.count)),
+                    ("over_goal", Double(values.filter { $0 > goalMilliseconds }.count)),
                     ("reply_median", median(replyTimes)), ("reply_max", replyTimes.max()!),
                     ("period", periodMilliseconds), ("odd_samples", Double(oddSamples)), ("xruns", xruns),
                 ],
