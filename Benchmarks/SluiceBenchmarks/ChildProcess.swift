@@ -67,6 +67,7 @@ final class ChildProcess {
         var pid = pid_t()
         let status = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
         guard status == 0 else { fail("cannot run \(arguments[0]): \(String(cString: strerror(status)))") }
+        ChildRegistry.add(pid)
         return ChildProcess(pid: pid, command: arguments.joined(separator: " "))
     }
 
@@ -101,9 +102,16 @@ final class ChildProcess {
             if reaped == 0 { return nil }
             if errno != EINTR { fail("wait4 for \(command): \(String(cString: strerror(errno)))") }
         }
+        ChildRegistry.remove(pid)
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) * 1e-6 }
         ended = Exit(status: status, cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime))
         return ended
+    }
+
+    /// Marks the child as a server the others use (jackd): when the harness stops early, it
+    /// is ended after every other child, so they leave it first.
+    func endsLast() {
+        if ended == nil { ChildRegistry.markServer(pid) }
     }
 
     /// Sends `number` unless the child has already been reaped (its pid may be reused).
@@ -117,5 +125,91 @@ final class ChildProcess {
         let exit = wait()
         guard exit.exited(with: code) else { fail("\(command) failed (wait status \(exit.status))") }
         return exit
+    }
+}
+
+// MARK: - Ending every child on the way out
+
+/// Every child started and not yet reaped, so that a run that stops early — `fail`, or a
+/// SIGINT, SIGTERM or SIGHUP to the harness — still ends them all, servers (jackd) last and
+/// with SIGTERM first, so that jackd frees its entry in JACK's server registry. A fixed table
+/// of pids, so the signal handler reads it without allocating or locking.
+enum ChildRegistry {
+    static let capacity = 512
+    /// pid, or 0 for a free slot; a server's pid is stored negated.
+    nonisolated(unsafe) static let slots: UnsafeMutablePointer<pid_t> = {
+        let slots = UnsafeMutablePointer<pid_t>.allocate(capacity: capacity)
+        slots.initialize(repeating: 0, count: capacity)
+        return slots
+    }()
+
+    static func add(_ pid: pid_t) {
+        for index in 0..<capacity where slots[index] == 0 {
+            slots[index] = pid
+            return
+        }
+        // A full table only means this child is not ended on an early stop.
+    }
+
+    static func remove(_ pid: pid_t) {
+        for index in 0..<capacity where slots[index] == pid || slots[index] == -pid { slots[index] = 0 }
+    }
+
+    static func markServer(_ pid: pid_t) {
+        for index in 0..<capacity where slots[index] == pid { slots[index] = -pid }
+    }
+
+    /// Installs the handler for SIGINT, SIGTERM and SIGHUP: end every child, then die of the
+    /// same signal. Called once at start-up (it also makes the table before any signal).
+    static func installSignalHandlers() {
+        _ = slots
+        for number in [SIGINT, SIGTERM, SIGHUP] {
+            signal(number) { number in
+                // Only async-signal-safe calls below: kill, waitpid, nanosleep, signal, raise.
+                ChildRegistry.endAll()
+                signal(number, SIG_DFL)
+                raise(number)
+            }
+        }
+    }
+
+    /// SIGTERM to every child but the servers, up to 3 s for them to end, SIGKILL to any left;
+    /// then the same for the servers, with 5 s. Async-signal-safe.
+    static func endAll() {
+        end(servers: false, seconds: 3)
+        end(servers: true, seconds: 5)
+    }
+
+    private static func end(servers: Bool, seconds: Int) {
+        func matches(_ slot: pid_t) -> Bool { servers ? slot < 0 : slot > 0 }
+        var any = false
+        for index in 0..<capacity where matches(slots[index]) {
+            kill(abs(slots[index]), SIGTERM)
+            any = true
+        }
+        guard any else { return }
+        var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+        for _ in 0..<(seconds * 100) {
+            var left = false
+            for index in 0..<capacity where matches(slots[index]) {
+                var status: Int32 = 0
+                let pid = abs(slots[index])
+                let reaped = waitpid(pid, &status, WNOHANG)
+                if reaped == pid || (reaped < 0 && errno == ECHILD) {
+                    slots[index] = 0
+                } else {
+                    left = true
+                }
+            }
+            if !left { return }
+            nanosleep(&pause, nil)
+        }
+        for index in 0..<capacity where matches(slots[index]) {
+            let pid = abs(slots[index])
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            slots[index] = 0
+        }
     }
 }

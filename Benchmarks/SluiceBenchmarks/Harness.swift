@@ -126,9 +126,11 @@ func note(_ message: String) {
     FileHandle.standardError.write(Data(("  " + message + "\n").utf8))
 }
 
-/// Stops the whole program: a benchmark whose work went wrong must not report a speed.
+/// Stops the whole program: a benchmark whose work went wrong must not report a speed. Every
+/// child the harness started (jackd last) is ended first.
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data(("SluiceBenchmarks: error: " + message + "\n").utf8))
+    ChildRegistry.endAll()
     exit(1)
 }
 
@@ -151,6 +153,8 @@ struct Figure {
     var goalMet: Bool? = nil
     /// Extra keys appended after the standard ones, in this order.
     var extras: [(key: String, value: Double)] = []
+    /// Extra true/false keys, printed after `extras`.
+    var flags: [(key: String, value: Bool)] = []
 
     /// sluice / reference: above 1 means Sluice is faster. Two zeros (no frames added by
     /// either) are equal: 1.
@@ -163,7 +167,7 @@ struct Figure {
             ("metric", jsonString(metric)),
             ("sluice", jsonNumber(sluice)),
             ("reference", jsonNumber(reference)),
-            ("ratio", String(format: "%.3f", ratio)),
+            ("ratio", ratio.isFinite ? String(format: "%.3f", ratio) : "null"),
             ("unit", jsonString(unit)),
             ("reference_name", jsonString(referenceName)),
             ("runs", String(runs)),
@@ -171,6 +175,7 @@ struct Figure {
         if let goal { fields.append(("goal", jsonString(goal))) }
         if let goalMet { fields.append(("goal_met", goalMet ? "true" : "false")) }
         for extra in extras { fields.append((extra.key, jsonNumber(extra.value))) }
+        for flag in flags { fields.append((flag.key, flag.value ? "true" : "false")) }
         return "{" + fields.map { "\(jsonString($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
     }
 

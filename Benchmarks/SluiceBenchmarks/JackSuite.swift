@@ -371,7 +371,10 @@ final class BenchServer {
             let deadline = monotonicSeconds() + 10
             while monotonicSeconds() < deadline {
                 if process.poll() != nil { break }  // refused; try without real-time scheduling
-                if probe(name) { return BenchServer(name: name, realtime: realtime, process: process) }
+                if probe(name) {
+                    process.endsLast()
+                    return BenchServer(name: name, realtime: realtime, process: process)
+                }
                 usleep(20_000)
             }
             process.signal(SIGKILL)

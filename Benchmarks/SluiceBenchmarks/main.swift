@@ -17,6 +17,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("speech", "sluice speak - fed 30 tokens/s: first audio after the first sentence vs espeak-ng --stdout", SpeechSuite.run),
     ("sizes", "reading and compiling 20 000-node graphs, 2 MB of comments, 2 000 repeated keys vs libyaml's compose", SizesSuite.run),
     ("density", "N espeak voices mixed into one JACK client vs N gst-launch jackaudiosink pipelines: the most with 0 xruns", DensitySuite.run),
+    ("control", "sluice serve: set over OSC and the socket, send to heard vs a period + 1 ms; reply after reply vs fresh sluice speak", ControlSuite.run),
     ("soak", "speech and a live chain for --minutes N (default 1): xruns, underruns, RSS, descriptors, threads", SoakSuite.run),
 ]
 
@@ -58,6 +59,8 @@ while let option = arguments.popFirst() {
     }
 }
 
+// A failure or a signal ends every child the suites started (and jackd last).
+ChildRegistry.installSignalHandlers()
 let selected = suiteName == "all" ? suites : suites.filter { $0.name == suiteName }
 if selected.isEmpty { exitWithUsage("unknown suite '\(suiteName)'") }
 for suite in selected {
