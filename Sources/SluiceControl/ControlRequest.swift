@@ -9,7 +9,10 @@ public enum ControlRequest: Sendable, Hashable {
     /// Queues text for a text-driven source (the graph's only one when `node` is nil); it is
     /// spoken after what is queued before it, or, with `interrupt`, instead of it (a `cancel`
     /// first).
-    case speak(text: String, node: String?, interrupt: Bool = false)
+    /// With `more`, the text is a piece of a reply still coming (a language model's tokens):
+    /// sentences are cut across pieces, and the last is spoken once a piece without `more`
+    /// ends the reply.
+    case speak(text: String, node: String?, interrupt: Bool = false, more: Bool = false)
     /// Changes a text-driven node's own parameters (a provider's voice, rate, pitch) for the
     /// text that follows; what it was still to speak is dropped, as by `cancel`. Values are
     /// given as text and checked as a graph file's are.
@@ -18,6 +21,8 @@ public enum ControlRequest: Sendable, Hashable {
     /// underruns, xruns, pauses, cancels; with `levels`, the output's peak level about ten
     /// times a second), one JSON object a line beside the replies.
     case watch(levels: Bool)
+    /// Joins (or with `connected` false, parts) one of the graph's JACK ports and any other.
+    case route(String, String, connected: Bool)
     /// Barge-in: fades out what plays within 5 ms, drops the text and audio still queued, and
     /// answers with the text that was heard; the graph takes the next text at once.
     case cancel
@@ -39,6 +44,7 @@ public enum ControlRequest: Sendable, Hashable {
         case .speak: "speak"
         case .cancel: "cancel"
         case .configure: "configure"
+        case .route(_, _, let connected): connected ? "connect" : "disconnect"
         case .watch: "watch"
         case .status: "status"
         case .parameters: "parameters"
@@ -85,7 +91,10 @@ public enum ControlJSON {
         return (request(from: object), id)
     }
 
-    static let commands = ["set", "speak", "cancel", "configure", "watch", "status", "parameters", "pause", "resume", "quit"]
+    static let commands = [
+        "set", "speak", "cancel", "configure", "watch", "connect", "disconnect", "status", "parameters", "pause", "resume",
+        "quit",
+    ]
 
     /// A JSON number as a Double; nil for anything else, `true` and `false` included (which
     /// Foundation may hand over as numbers).
@@ -126,8 +135,16 @@ public enum ControlJSON {
                 return .failure(ControlError(
                     code: "bad-policy", message: "\"policy\" is queue (after what is queued) or interrupt (instead of it), not '\(policy)'"))
             }
-            return string("text").map { .speak(text: $0, node: object["node"] as? String, interrupt: policy == "interrupt") }
+            let more = object["more"] as? Bool ?? false
+            guard let text = object["text"] as? String, !text.isEmpty || !more else {
+                return .failure(ControlError(code: "missing-field", message: "'speak' needs \"text\", a string"))
+            }
+            return .success(.speak(text: text, node: object["node"] as? String, interrupt: policy == "interrupt", more: more))
         case "cancel": return .success(.cancel)
+        case "connect", "disconnect":
+            return string("from").flatMap { from in
+                string("to").map { to in .route(from, to, connected: command == "connect") }
+            }
         case "watch": return .success(.watch(levels: object["levels"] as? Bool ?? false))
         case "configure":
             return string("node").flatMap { node in

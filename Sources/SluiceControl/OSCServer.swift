@@ -177,6 +177,9 @@ public final class OSCServer: @unchecked Sendable {
                 return (address, .success(.speak(text: text, node: node, interrupt: interrupt)))
             }
             return (address, .success(.speak(text: text, node: nil, interrupt: interrupt)))
+        case "/sluice/connect", "/sluice/disconnect":
+            guard types.count == 2, let first = string(0), let second = string(1) else { return wrongArguments("two port names (ss)") }
+            return (address, .success(.route(first, second, connected: address == "/sluice/connect")))
         case "/sluice/status", "/sluice/parameters", "/sluice/pause", "/sluice/resume", "/sluice/quit", "/sluice/cancel":
             guard types.isEmpty else { return wrongArguments("no arguments") }
             let requests: [String: ControlRequest] = [
@@ -187,7 +190,7 @@ public final class OSCServer: @unchecked Sendable {
         default:
             let known = [
                 "/sluice/node/<node>/<parameter>", "/sluice/configure/<node>/<parameter>", "/sluice/speak",
-                "/sluice/interrupt", "/sluice/cancel",
+                "/sluice/interrupt", "/sluice/cancel", "/sluice/connect", "/sluice/disconnect",
                 "/sluice/status", "/sluice/parameters",
                 "/sluice/pause", "/sluice/resume", "/sluice/quit",
             ]

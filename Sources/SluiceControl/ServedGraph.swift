@@ -31,6 +31,8 @@ public final class ServedGraph: Sendable {
         var ended: Set<Int> = []
         /// The first utterance a `cancel` has not yet accounted for.
         var pendingFrom = 0
+        /// Cuts a reply streamed in pieces into sentences.
+        var chunker = SentenceChunker()
 
         /// Utterances kept for heard text at most; older ones are forgotten once heard.
         static let kept = 4_096
@@ -51,6 +53,8 @@ public final class ServedGraph: Sendable {
     public let events = EventStream()
     /// The descriptors of the text-driven nodes, for `configure`.
     private let speakerDescriptors: [String: NodeDescriptor]
+    /// The devices whose ports `connect` and `disconnect` join.
+    private let devices: [any GraphDevice]
     private let quit: @Sendable () -> Void
     private let quitting = Atomic<Bool>(false)
 
@@ -74,6 +78,7 @@ public final class ServedGraph: Sendable {
         }
         self.speakers = speakers
         speakerDescriptors = descriptors
+        devices = graph.devices
         speakerNames = speakers.keys.sorted()
         self.extraStatus = extraStatus
         self.xruns = xruns
@@ -170,11 +175,11 @@ public final class ServedGraph: Sendable {
             } catch {
                 return .failure(ControlError(code: error.code, message: error.description))
             }
-        case .speak(let text, let node, let interrupt):
+        case .speak(let text, let node, let interrupt, let more):
             if interrupt {
                 if case .failure(let error) = cancel() { return .failure(error) }
             }
-            return speak(text, node: node)
+            return speak(text, node: node, more: more)
         case .cancel:
             return cancel()
         case .status:
@@ -208,6 +213,20 @@ public final class ServedGraph: Sendable {
             return .success([:])
         case .configure(let node, let parameters):
             return configure(node, parameters)
+        case .route(let first, let second, let connected):
+            guard !devices.isEmpty else {
+                return .failure(ControlError(code: "no-ports", message: "graph '\(graphName)' has no JACK ports to connect"))
+            }
+            var refusals: [String] = []
+            for device in devices {
+                do {
+                    let pair = try device.route(first, second, connected: connected)
+                    return .success(["from": pair.from, "to": pair.to])
+                } catch {
+                    refusals.append("\(error)")
+                }
+            }
+            return .failure(ControlError(code: "no-such-port", message: refusals.joined(separator: "; ")))
         case .watch:
             return .failure(ControlError(code: "watch-needs-socket", message: "watch works on the control socket, not over OSC"))
         case .quit:
@@ -216,7 +235,7 @@ public final class ServedGraph: Sendable {
         }
     }
 
-    private func speak(_ text: String, node: String?) -> Result<[String: any Sendable], ControlError> {
+    private func speak(_ text: String, node: String?, more: Bool) -> Result<[String: any Sendable], ControlError> {
         let name: String
         if let node {
             guard speakers[node] != nil else {
@@ -241,12 +260,14 @@ public final class ServedGraph: Sendable {
             return .failure(ControlError(code: "quitting", message: "the graph is ending; nothing more is spoken"))
         }
         let source = speakers[name]!
-        let (first, utterance) = spoken.withLock { spoken -> (Int, Int) in
+        let (first, utterance, pending) = spoken.withLock { spoken -> (Int, Int, Int) in
             var record = spoken[name] ?? Spoken()
             // Sentence by sentence, as `sluice speak` hands text over: the first plays as soon
-            // as it is synthesised, and heard text is told to the sentence.
-            var chunker = SentenceChunker()
-            for utterance in chunker.append(text) + chunker.finish() {
+            // as it is synthesised, and heard text is told to the sentence. A reply streamed in
+            // pieces keeps its unfinished sentence until the next piece.
+            var sentences = record.chunker.append(text)
+            if !more { sentences += record.chunker.finish() }
+            for utterance in sentences {
                 let sentence = utterance.text.trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !sentence.isEmpty else { continue }
                 source.receive(text: sentence)
@@ -256,10 +277,11 @@ public final class ServedGraph: Sendable {
             let first = spoken[name]?.count ?? 0
             record.forgetHeard()
             spoken[name] = record
-            return (first, record.count)
+            return (first, record.count, record.chunker.pendingText.count)
         }
-        // `first` and `count`: the ids of the utterances this text became (events name them).
-        return .success(["node": name, "queued": utterance, "first": first, "count": utterance - first])
+        // `first` and `count`: the ids of the utterances this text became (events name them);
+        // `pending`: characters of an unfinished sentence waiting for the next piece.
+        return .success(["node": name, "queued": utterance, "first": first, "count": utterance - first, "pending": pending])
     }
 
     /// Barge-in on the graph's text-driven node: its text still queued is dropped, the sinks
@@ -338,6 +360,7 @@ public final class ServedGraph: Sendable {
             // The provider numbers the next utterance `next`: ids in between were never given.
             record.count = max(record.count, Int(next.rawValue))
             record.pendingFrom = record.count
+            record.chunker = SentenceChunker()  // an unfinished sentence is dropped too
             spoken[name] = record
             var fields: [String: any Sendable] = [
                 "node": name, "heard": heard.joined(separator: " "), "unheard": unheard, "granularity": "utterance",

@@ -290,6 +290,35 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         engine.updateOutputLatency()
     }
 
+    // MARK: Routing by command
+
+    public func route(_ first: String, _ second: String, connected: Bool) throws -> (from: String, to: String) {
+        guard activated, let client else { throw DeviceRoutingError("the JACK client is not running") }
+        func port(_ name: String) throws -> (name: String, isOutput: Bool) {
+            // A short name is one of this client's ports.
+            let full = name.contains(":") ? name : "\(client.name):\(name)"
+            guard let handle = jack_port_by_name(client.handle, full) else {
+                let own = registered.flatMap(\.ports).map { $0.split(separator: ":").last.map(String.init) ?? $0 }
+                throw DeviceRoutingError("JACK has no port '\(full)'; this client's ports: \(own.joined(separator: ", "))")
+            }
+            return (full, (jack_port_flags(handle) & Int32(JackPortIsOutput.rawValue)) != 0)
+        }
+        let (a, b) = (try port(first), try port(second))
+        guard a.isOutput != b.isOutput else {
+            throw DeviceRoutingError("'\(a.name)' and '\(b.name)' are both \(a.isOutput ? "outputs" : "inputs"): join an output to an input")
+        }
+        let (from, to) = a.isOutput ? (a.name, b.name) : (b.name, a.name)
+        guard from.hasPrefix(client.name + ":") || to.hasPrefix(client.name + ":") else {
+            throw DeviceRoutingError("neither '\(from)' nor '\(to)' is a port of this graph's client '\(client.name)'")
+        }
+        let status = connected ? jack_connect(client.handle, from, to) : jack_disconnect(client.handle, from, to)
+        // EEXIST: already connected, which is what was asked.
+        guard status == 0 || (connected && status == EEXIST) else {
+            throw DeviceRoutingError("JACK could not \(connected ? "connect" : "disconnect") '\(from)' and '\(to)' (error \(status))")
+        }
+        return (from, to)
+    }
+
     // MARK: Figures
 
     /// The connections made for the endpoint named `node`, as (from, to).

@@ -108,6 +108,7 @@ struct CtlCommand: ParsableCommand {
             sluice ctl cancel                   # barge-in: prints what was heard
             sluice ctl configure voice rate=220 voice=en-us
             sluice ctl watch [--levels]         # events, a line each, until the graph ends
+            sluice ctl connect out_1 system:playback_1    # or disconnect
             sluice ctl status | parameters | pause | resume | quit
             sluice ctl --json '{"command":"status"}'
 
@@ -128,13 +129,16 @@ struct CtlCommand: ParsableCommand {
     @Flag(name: .long, help: "For speak: speak instead of what plays and is queued (barge-in), not after it.")
     var interrupt = false
 
+    @Flag(name: .long, help: "For speak: a piece of a reply still coming; its unfinished sentence waits for the next piece.")
+    var more = false
+
     @Flag(name: .long, help: "For watch: also the output's peak level, about ten times a second.")
     var levels = false
 
     @Option(name: .long, help: "Send this JSON request line as it is.")
     var json: String?
 
-    @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | status | parameters | pause | resume | quit")
+    @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | connect PORT PORT | disconnect PORT PORT | status | parameters | pause | resume | quit")
     var words: [String] = []
 
     func run() throws {
@@ -175,7 +179,7 @@ struct CtlCommand: ParsableCommand {
             return json
         }
         guard let command = words.first else {
-            throw ValidationError("name a command: set, speak, cancel, configure, watch, status, parameters, pause, resume or quit")
+            throw ValidationError("name a command: set, speak, cancel, configure, watch, connect, disconnect, status, parameters, pause, resume or quit")
         }
         var object: [String: Any] = ["command": command]
         switch command {
@@ -197,6 +201,10 @@ struct CtlCommand: ParsableCommand {
                 parameters[String(assignment[..<equals])] = String(assignment[assignment.index(after: equals)...])
             }
             object["parameters"] = parameters
+        case "connect", "disconnect":
+            guard words.count == 3 else { throw ValidationError("usage: sluice ctl \(command) PORT PORT (one of the graph's, by its short name, and any other)") }
+            object["from"] = words[1]
+            object["to"] = words[2]
         case "watch":
             guard words.count == 1 else { throw ValidationError("'watch' takes no arguments (--levels adds levels)") }
             object["levels"] = levels
@@ -205,6 +213,7 @@ struct CtlCommand: ParsableCommand {
             object["text"] = words.dropFirst().joined(separator: " ")
             if let node { object["node"] = node }
             if interrupt { object["policy"] = "interrupt" }
+            if more { object["more"] = true }
         default:
             guard words.count == 1 else { throw ValidationError("'\(command)' takes no arguments") }
         }

@@ -425,6 +425,73 @@ import Testing
         }
     }
 
+    @Test("a reply streamed in pieces is cut into sentences across the pieces, the last spoken when the reply ends")
+    func replyInPieces() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        var graph = try String(contentsOf: CLI.graphsFolder.appendingPathComponent("speak.yaml"), encoding: .utf8)
+        graph = graph.replacingOccurrences(of: "connect: auto", with: "connect: none")
+        let served = try Served(
+            graph: try folder.write(graph, to: "speak.yaml"), socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine())
+        let watcher = try UnixLineConnection(socket: served.socket)
+        _ = try watcher.exchange(#"{"command":"watch"}"#)
+
+        let pieces = ["Hel", "lo the", "re. How a", "re you"]
+        var released: [Int] = []
+        for piece in pieces {
+            let reply = try served.ctl(["speak", "--more", piece]).reply
+            released.append(reply["count"] as? Int ?? -1)
+        }
+        // The first sentence goes as soon as its end has come; the second waits for the end.
+        #expect(released == [0, 0, 1, 0], "\(released)")
+        let last = try served.ctl(["--json", #"{"command":"speak","text":"?"}"#]).reply
+        #expect(last["count"] as? Int == 1 && last["pending"] as? Int == 0, "\(last)")
+        var heard: [String] = []
+        while heard.count < 2, let line = watcher.readLine(timeout: 10) {
+            let event = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            if event["event"] as? String == "utterance-ended" { heard.append(event["text"] as? String ?? "") }
+        }
+        #expect(heard == ["Hello there.", "How are you?"])
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+    }
+
+    @Test("connect and disconnect by command join the graph's ports to others while it plays")
+    func connectAndDisconnect() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(server: server.name, clientName: "serve-route-ear-\(getpid())", channels: 1)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: "none")
+        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine())
+        let client = "serve-tone-\(getpid())"
+        let output = "\(client):out_1"
+        #expect(try server.connections(of: output).isEmpty)
+
+        let joined = try served.ctl(["connect", "out_1", recorder.portNames[0]])
+        #expect(joined.status == 0, "\(joined.reply)")
+        #expect(joined.reply["from"] as? String == output && joined.reply["to"] as? String == recorder.portNames[0])
+        #expect(try server.connections(of: output) == [recorder.portNames[0]])
+        #expect(recorder.waitForFrames(Self.rate / 4, timeout: .seconds(5)))
+        #expect(recorder.samples(channel: 0).contains { $0 != 0 }, "nothing arrived through the connection")
+
+        // Either order; the graph's port by its full name too.
+        #expect(try served.ctl(["disconnect", recorder.portNames[0], output]).status == 0)
+        #expect(try server.connections(of: output).isEmpty)
+
+        let missing = try served.ctl(["connect", "out_9", recorder.portNames[0]])
+        #expect((missing.reply["error"] as? [String: Any])?["code"] as? String == "no-such-port", "\(missing.reply)")
+        let twoInputs = try served.ctl(["connect", recorder.portNames[0], "system:playback_1"])
+        #expect(((twoInputs.reply["error"] as? [String: Any])?["message"] as? String)?.contains("both inputs") == true, "\(twoInputs.reply)")
+        let foreign = try served.ctl(["connect", "system:capture_1", recorder.portNames[0]])
+        #expect(((foreign.reply["error"] as? [String: Any])?["message"] as? String)?.contains("neither") == true, "\(foreign.reply)")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+    }
+
     @Test("malformed and wrong requests are answered with errors while the graph plays on")
     func badRequestsAreAnswered() throws {
         let server = try JackTestServer.shared()
@@ -458,26 +525,35 @@ import Testing
         let suggestion = try served.ctl(["set", "levle", "gain", "1"]).reply["error"] as? [String: Any]
         #expect((suggestion?["message"] as? String)?.contains("did you mean 'level'?") == true)
 
-        // Thousands of random datagrams and lines on one connection each: every one answered.
+        // 10 000 random and malformed messages, half datagrams and half lines on one
+        // connection: every one answered with an error, and the server's memory flat.
+        func residentKiB() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(served.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        let before = residentKiB()
         var generator = SeededGenerator(seed: 7)
         let socket = try UDPClient(port: oscPort)
         var oscErrors = 0
-        for index in 0..<2_000 {
+        for index in 0..<5_000 {
             var bytes = (0..<Int.random(in: 1...64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             if index % 3 == 0 { bytes = Array("/sluice/node/level/gain\0\0,s\0\0x\0\0\0".utf8) }
             if index % 3 == 1 { bytes = Array("/sluice/nope\0\0\0\0,\0\0\0".utf8) }
             if let reply = socket.exchange(bytes), reply.starts(with: Array("/sluice/error".utf8)) { oscErrors += 1 }
         }
-        #expect(oscErrors == 2_000, "\(2_000 - oscErrors) malformed OSC datagrams were not answered with an error")
+        #expect(oscErrors == 5_000, "\(5_000 - oscErrors) malformed OSC datagrams were not answered with an error")
 
         var lines = ""
-        for _ in 0..<2_000 {
+        for _ in 0..<5_000 {
             let length = Int.random(in: 1...80, using: &generator)
             lines += String((0..<length).map { _ in Character(UnicodeScalar(UInt8.random(in: 0x20...0x7e, using: &generator))) }) + "\n"
         }
-        let replies = try UnixLineClient.exchange(lines, socket: served.socket, expecting: 2_000)
-        #expect(replies.count == 2_000)
+        let replies = try UnixLineClient.exchange(lines, socket: served.socket, expecting: 5_000)
+        #expect(replies.count == 5_000)
         #expect(replies.allSatisfy { $0.contains(#""ok":false"#) })
+        let after = residentKiB()
+        #expect(after - before < 4_096, "resident memory grew from \(before) to \(after) KiB")
 
         let status = try served.ctl(["status"])
         #expect(status.reply["state"] as? String == "playing", "\(status.reply)")

@@ -21,10 +21,26 @@ public protocol GraphDevice: AnyObject, Sendable {
     /// [control-thread] Housekeeping the run's control loop calls every few milliseconds
     /// while the device runs: connections re-applied to ports that appeared again.
     func service()
+
+    /// [control-thread] Connects (or, with `connected` false, disconnects) two ports while the
+    /// device runs: one of its own (by its short or full name) and any other, in either
+    /// order. Returns the pair as (output, input). Throws `DeviceRoutingError` naming the
+    /// port that is not there or the pair that cannot be joined.
+    func route(_ first: String, _ second: String, connected: Bool) throws -> (from: String, to: String)
 }
 
 extension GraphDevice {
     public func service() {}
+    public func route(_ first: String, _ second: String, connected: Bool) throws -> (from: String, to: String) {
+        throw DeviceRoutingError("this graph's device has no ports to connect")
+    }
+}
+
+/// Why a connection by command could not be made or broken, in a sentence.
+public struct DeviceRoutingError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
 }
 
 /// A sink or source whose audio passes through a device shared by every endpoint of the graph
