@@ -4,8 +4,9 @@ import SluiceGraph
 /// One command to a running graph, as a JSON line on the control socket or an OSC message
 /// (docs/control.md has both forms).
 public enum ControlRequest: Sendable, Hashable {
-    /// Changes a live parameter: `{"command":"set","node":"gain","parameter":"gain","value":0.5}`.
-    case set(node: String, parameter: String, value: Double)
+    /// Changes a live parameter: `{"command":"set","node":"gain","parameter":"gain","value":0.5}`;
+    /// with `at`, timed for that output frame of the node (`"at": 96000`).
+    case set(node: String, parameter: String, value: Double, at: Int? = nil)
     /// Queues text for a text-driven source (the graph's only one when `node` is nil); it is
     /// spoken after what is queued before it, or, with `interrupt`, instead of it (a `cancel`
     /// first).
@@ -126,7 +127,14 @@ public enum ControlJSON {
                     guard let value = number(object["value"]) else {
                         return .failure(ControlError(code: "missing-field", message: "'set' needs \"value\", a number"))
                     }
-                    return .success(.set(node: node, parameter: parameter, value: value))
+                    var at: Int?
+                    if object["at"] != nil {
+                        guard let frame = number(object["at"]), frame >= 0, frame == frame.rounded(), frame < 1e15 else {
+                            return .failure(ControlError(code: "bad-value", message: "\"at\" is a frame of the node's output: a whole number, 0 or more"))
+                        }
+                        at = Int(frame)
+                    }
+                    return .success(.set(node: node, parameter: parameter, value: value, at: at))
                 }
             }
         case "speak":

@@ -151,8 +151,17 @@ public final class OSCServer: @unchecked Sendable {
         let parts = address.split(separator: "/", omittingEmptySubsequences: false)
         // "", "sluice", "node", node, parameter
         if parts.count == 5, parts[1] == "sluice", parts[2] == "node", !parts[3].isEmpty, !parts[4].isEmpty {
-            guard types.count == 1, let value = number(0) else { return wrongArguments("one number (f, d, i or h)") }
-            return (address, .success(.set(node: String(parts[3]), parameter: String(parts[4]), value: value)))
+            guard types.count == 1 || types.count == 2, let value = number(0) else {
+                return wrongArguments("one number (f, d, i or h), and optionally the frame to apply it at (i or h)")
+            }
+            var at: Int?
+            if types.count == 2 {
+                guard types[1] == UInt8(ascii: "i") || types[1] == UInt8(ascii: "h"), let frame = number(1), frame >= 0 else {
+                    return wrongArguments("one number (f, d, i or h), and optionally the frame to apply it at (i or h)")
+                }
+                at = Int(frame)
+            }
+            return (address, .success(.set(node: String(parts[3]), parameter: String(parts[4]), value: value, at: at)))
         }
         if parts.count == 5, parts[1] == "sluice", parts[2] == "configure", !parts[3].isEmpty, !parts[4].isEmpty {
             guard types.count == 1 else { return wrongArguments("one value (s, f, d, i or h)") }

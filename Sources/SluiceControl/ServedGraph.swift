@@ -18,34 +18,10 @@ public final class ServedGraph: Sendable {
 
     /// The texts and what was heard, shared with the run's event observer.
     final class SpokenBook: Sendable {
-        private let state = Mutex<[String: Spoken]>([:])
-        func withLock<R>(_ body: (inout [String: Spoken]) -> R) -> R { state.withLock { body(&$0) } }
+        private let state = Mutex<[String: ReplyLedger]>([:])
+        func withLock<R>(_ body: (inout [String: ReplyLedger]) -> R) -> R { state.withLock { body(&$0) } }
     }
 
-    /// One node's utterances: their texts by id (ids count from 0 in the order given, as the
-    /// providers number them), and which of them the listener has heard begin and end.
-    struct Spoken {
-        var count = 0
-        var texts: [Int: String] = [:]
-        var started: Set<Int> = []
-        var ended: Set<Int> = []
-        /// The first utterance a `cancel` has not yet accounted for.
-        var pendingFrom = 0
-        /// Cuts a reply streamed in pieces into sentences.
-        var chunker = SentenceChunker()
-
-        /// Utterances kept for heard text at most; older ones are forgotten once heard.
-        static let kept = 4_096
-
-        mutating func forgetHeard() {
-            guard texts.count > Self.kept else { return }
-            let oldest = count - Self.kept
-            texts = texts.filter { $0.key >= oldest }
-            started = started.filter { $0 >= oldest }
-            ended = ended.filter { $0 >= oldest }
-            pendingFrom = max(pendingFrom, oldest)
-        }
-    }
     private let speakerNames: [String]
     private let extraStatus: @Sendable () -> [String: any Sendable]
     private let xruns: @Sendable () -> Int
@@ -83,7 +59,7 @@ public final class ServedGraph: Sendable {
         self.extraStatus = extraStatus
         self.xruns = xruns
         self.quit = quit
-        spoken.withLock { spoken in for name in speakerNames { spoken[name] = Spoken() } }
+        spoken.withLock { spoken in for name in speakerNames { spoken[name] = ReplyLedger() } }
         followRun()
     }
 
@@ -95,18 +71,7 @@ public final class ServedGraph: Sendable {
         let watch = Watch(run: run, events: events, xruns: xruns)
         run.eventObserver = { [spoken, events] event in
             if let speaker, event.kind == .marker, let marker = event.marker {
-                let text = spoken.withLock { spoken -> String? in
-                    switch marker.event {
-                    case .utteranceStart(let id):
-                        spoken[speaker]?.started.insert(Int(id.rawValue))
-                        return spoken[speaker]?.texts[Int(id.rawValue)]
-                    case .utteranceEnd(let id):
-                        spoken[speaker]?.ended.insert(Int(id.rawValue))
-                        return spoken[speaker]?.texts[Int(id.rawValue)]
-                    default:
-                        return nil
-                    }
-                }
+                let text = spoken.withLock { $0[speaker]?.record(marker) }
                 switch marker.event {
                 case .utteranceStart(let id):
                     events.emit("utterance-started", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
@@ -164,10 +129,11 @@ public final class ServedGraph: Sendable {
     /// Carries out `request`; returns the reply's fields or why it was refused.
     public func handle(_ request: ControlRequest) -> Result<[String: any Sendable], ControlError> {
         switch request {
-        case .set(let node, let parameter, let value):
+        case .set(let node, let parameter, let value, let at):
             do {
-                let applied = try run.parameters.set(node: node, parameter: parameter, value: .number(value))
+                let applied = try run.parameters.set(node: node, parameter: parameter, value: .number(value), atFrame: at)
                 var fields: [String: any Sendable] = ["node": node, "parameter": parameter, "value": value]
+                if let at { fields["at"] = at }
                 // The output frame of the node from which the new value holds; absent when the
                 // node ran no period within a second (it applies when it next runs).
                 if let frame = applied.frame { fields["frame"] = frame } else { fields["queued"] = true }
@@ -260,28 +226,17 @@ public final class ServedGraph: Sendable {
             return .failure(ControlError(code: "quitting", message: "the graph is ending; nothing more is spoken"))
         }
         let source = speakers[name]!
-        let (first, utterance, pending) = spoken.withLock { spoken -> (Int, Int, Int) in
-            var record = spoken[name] ?? Spoken()
-            // Sentence by sentence, as `sluice speak` hands text over: the first plays as soon
-            // as it is synthesised, and heard text is told to the sentence. A reply streamed in
-            // pieces keeps its unfinished sentence until the next piece.
-            var sentences = record.chunker.append(text)
-            if !more { sentences += record.chunker.finish() }
-            for utterance in sentences {
-                let sentence = utterance.text.trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !sentence.isEmpty else { continue }
-                source.receive(text: sentence)
-                record.texts[record.count] = sentence
-                record.count += 1
-            }
-            let first = spoken[name]?.count ?? 0
-            record.forgetHeard()
-            spoken[name] = record
-            return (first, record.count, record.chunker.pendingText.count)
+        let given = spoken.withLock { spoken -> ReplyLedger.Given in
+            var ledger = spoken[name] ?? ReplyLedger()
+            defer { spoken[name] = ledger }
+            return ledger.give(text, more: more, to: source)
         }
         // `first` and `count`: the ids of the utterances this text became (events name them);
         // `pending`: characters of an unfinished sentence waiting for the next piece.
-        return .success(["node": name, "queued": utterance, "first": first, "count": utterance - first, "pending": pending])
+        return .success([
+            "node": name, "queued": given.first + given.count, "first": given.first, "count": given.count,
+            "pending": given.pending,
+        ])
     }
 
     /// Barge-in on the graph's text-driven node: its text still queued is dropped, the sinks
@@ -343,29 +298,13 @@ public final class ServedGraph: Sendable {
                         message: "node '\(name)' could not be made again with \(values.keys.sorted().joined(separator: ", ")) changed (its plugin refused the values, or they would change its output format)"))
             }
             for playhead in run.playheads { playhead.discard(untilUtterance: next) }
-            var record = spoken[name] ?? Spoken()
-            var heard: [String] = []
-            var partial: String?
-            var unheard = 0
-            for id in record.pendingFrom..<record.count {
-                let text = record.texts[id] ?? ""
-                if record.ended.contains(id) {
-                    heard.append(text)
-                } else if record.started.contains(id) {
-                    partial = text
-                } else {
-                    unheard += 1
-                }
-            }
-            // The provider numbers the next utterance `next`: ids in between were never given.
-            record.count = max(record.count, Int(next.rawValue))
-            record.pendingFrom = record.count
-            record.chunker = SentenceChunker()  // an unfinished sentence is dropped too
-            spoken[name] = record
+            var ledger = spoken[name] ?? ReplyLedger()
+            let cut = ledger.cut(resumingAt: next)
+            spoken[name] = ledger
             var fields: [String: any Sendable] = [
-                "node": name, "heard": heard.joined(separator: " "), "unheard": unheard, "granularity": "utterance",
+                "node": name, "heard": cut.heard.joined(separator: " "), "unheard": cut.unheard, "granularity": "utterance",
             ]
-            if let partial { fields["partial"] = partial }
+            if let partial = cut.partial { fields["partial"] = partial }
             events.emit("cancelled", fields)
             return .success(fields)
         }

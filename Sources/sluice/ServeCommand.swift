@@ -129,6 +129,9 @@ struct CtlCommand: ParsableCommand {
     @Flag(name: .long, help: "For speak: speak instead of what plays and is queued (barge-in), not after it.")
     var interrupt = false
 
+    @Option(name: .long, help: "For set: the node's output frame to apply the change at (a frame an earlier set replied with says where it is).")
+    var at: Int?
+
     @Flag(name: .long, help: "For speak: a piece of a reply still coming; its unfinished sentence waits for the next piece.")
     var more = false
 
@@ -190,6 +193,7 @@ struct CtlCommand: ParsableCommand {
             object["node"] = words[1]
             object["parameter"] = words[2]
             object["value"] = value
+            if let at { object["at"] = at }
         case "configure":
             guard words.count >= 3 else { throw ValidationError("usage: sluice ctl configure NODE NAME=VALUE …") }
             object["node"] = words[1]

@@ -14,7 +14,7 @@ struct NodesCommandTests {
         ("resampler", "processor", ["quality", "rate"]),
         ("crossfader", "processor", ["duration"]),
         ("fader", "processor", ["length", "gain", "ramp"]),
-        ("mixer", "processor", ["inputs", "gains"]),
+        ("mixer", "processor", Self.mixerParameters),
         ("channel-map", "processor", ["channels", "routing"]),
         ("tee", "processor", ["outputs"]),
         ("wav.sink", "sink", ["path", "format", "sample-format", "rate", "channels", "title", "artist"]),
@@ -38,6 +38,8 @@ struct NodesCommandTests {
             return Entry(type: String(header.1), kind: String(header.2), parameters: parameters, text: block)
         }
     }
+
+    static let mixerParameters = ["inputs", "gains", "ramp"] + (1...16).map { "level\($0)" }
 
     @Test("lists every built-in type, with its kind and each parameter")
     func listsEverything() throws {

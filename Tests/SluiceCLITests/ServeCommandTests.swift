@@ -132,26 +132,9 @@ import Testing
         guard samples.count - first > frame + ramp + Self.rate / 10 else {
             return (["the recording ends before the change"], recorder.xruns)
         }
-        let omega = 2 * Double.pi * Self.frequency / Double(Self.rate)
-        func tone(_ n: Int) -> Double { Self.amplitude * sin(omega * Double(n)) }
-        var worst = (before: 0.0, ramp: 0.0, after: 0.0)
-        for n in 0..<(frame + ramp + Self.rate / 10) {
-            let heard = Double(samples[first + n])
-            if n < frame {
-                worst.before = max(worst.before, abs(heard - tone(n)))
-            } else if n < frame + ramp {
-                // A straight line from 1 to 0.25 over the ramp.
-                let gain = 1 - 0.75 * Double(n - frame + 1) / Double(ramp)
-                worst.ramp = max(worst.ramp, abs(heard - gain * tone(n)))
-            } else {
-                worst.after = max(worst.after, abs(heard - 0.25 * tone(n)))
-            }
-        }
-        if worst.before >= 1e-4 { problems.append("before the stated frame the level was not the old one: \(worst)") }
-        if worst.ramp >= 1e-3 { problems.append("the ramp is not a straight line from the stated frame: \(worst)") }
-        if worst.after >= 1e-4 { problems.append("after the ramp the level is not the new one: \(worst)") }
+        problems += levelProblems(samples, first: first, at: frame, from: 1, to: 0.25, rampFrames: ramp)
         // No step steeper than the tone's own: the change never clicks.
-        let slope = Self.amplitude * omega * 1.01
+        let slope = Self.amplitude * 2 * Double.pi * Self.frequency / Double(Self.rate) * 1.01
         var steepest = 0.0
         for n in (first + 1)..<samples.count { steepest = max(steepest, Double(abs(samples[n] - samples[n - 1]))) }
         if steepest > slope { problems.append("a step of \(steepest) against the tone's \(slope)") }
@@ -160,6 +143,64 @@ import Testing
             problems.append("the OSC gain change to 0 was not heard")
         }
         return (problems, recorder.xruns)
+    }
+
+    /// How the recorded tone (its frame 0 at `first`) differs from a level `from` up to frame
+    /// `at`, a straight ramp to `to` over `rampFrames`, then `to` for a tenth of a second.
+    func levelProblems(_ samples: [Float], first: Int, at frame: Int, from: Double, to: Double, rampFrames ramp: Int) -> [String] {
+        let omega = 2 * Double.pi * Self.frequency / Double(Self.rate)
+        func tone(_ n: Int) -> Double { Self.amplitude * sin(omega * Double(n)) }
+        var worst = (before: 0.0, ramp: 0.0, after: 0.0)
+        for n in 0..<min(frame + ramp + Self.rate / 10, samples.count - first) {
+            let heard = Double(samples[first + n])
+            if n < frame {
+                worst.before = max(worst.before, abs(heard - from * tone(n)))
+            } else if n < frame + ramp {
+                let gain = from + (to - from) * Double(n - frame + 1) / Double(ramp)
+                worst.ramp = max(worst.ramp, abs(heard - gain * tone(n)))
+            } else {
+                worst.after = max(worst.after, abs(heard - to * tone(n)))
+            }
+        }
+        var problems: [String] = []
+        if worst.before >= 1e-4 { problems.append("before the stated frame the level was not the old one: \(worst)") }
+        if worst.ramp >= 1e-3 { problems.append("the ramp is not a straight line from the stated frame: \(worst)") }
+        if worst.after >= 1e-4 { problems.append("after the ramp the level is not the new one: \(worst)") }
+        return problems
+    }
+
+    @Test("a change timed for a frame of the node's output applies exactly there")
+    func timedGainChange() throws {
+        try withoutXruns { attempt in try recordTimedChange(attempt: attempt) }
+    }
+
+    private func recordTimedChange(attempt: Int) throws -> (problems: [String], xruns: Int) {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-timed-ear-\(getpid())-\(attempt)", channels: 1,
+            capacityFrames: 20 * Self.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: recorder.portNames[0])
+        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine())
+        #expect(recorder.waitForFrames(Self.rate / 2, timeout: .seconds(10)))
+        // Where the node's output is: a change to the level it has.
+        let now = try #require(try served.ctl(["set", "level", "gain", "1"]).reply["frame"] as? Int)
+        let at = now + Self.rate / 2 + 123
+        let timed = try served.ctl(["set", "level", "gain", "0.5", "--at", "\(at)"])
+        #expect(timed.status == 0 && timed.reply["at"] as? Int == at, "\(timed.reply)")
+        if let frame = timed.reply["frame"] as? Int { #expect(frame == at, "applied at \(frame), timed for \(at)") }
+        let buffered = try served.ctl(["status"]).reply["bufferedSeconds"] as? Double ?? 3
+        usleep(UInt32((buffered + 1.5) * 1e6))
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        recorder.stop()
+        let samples = recorder.samples(channel: 0)
+        let first = try #require(samples.firstIndex { $0 != 0 }) - 1
+        guard samples.count - first > at + Self.rate / 5 else { return (["the recording ends before the change"], recorder.xruns) }
+        return (levelProblems(samples, first: first, at: at, from: 1, to: 0.5, rampFrames: Int(0.01 * Double(Self.rate))), recorder.xruns)
     }
 
     @Test("pause, then resume: silence entered and left with fades, nothing lost or repeated")

@@ -70,8 +70,21 @@ import Testing
 
     @Test("sinks naming the same ports are mixed into them: one port, both voices heard, the shorter one ending alone")
     func sinksSharingPortsMix() throws {
+        // A recording that differs after an xrun (a late client on a loaded machine costs it a
+        // period) proves nothing and is tried again; one that differs without an xrun fails.
+        for attempt in 1...3 {
+            let (problems, xruns) = try recordSharedPorts(attempt: attempt)
+            if problems.isEmpty { return }
+            if xruns == 0 || attempt == 3 {
+                for problem in problems { Issue.record(Comment(rawValue: problem + (xruns > 0 ? " (after \(xruns) xruns)" : ""))) }
+                return
+            }
+        }
+    }
+
+    private func recordSharedPorts(attempt: Int) throws -> (problems: [String], xruns: Int) {
         let server = try JackTestServer.shared()
-        let name = clientName("voices")
+        let name = clientName("voices\(attempt)")
         let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
         try recorder.start()
         defer { recorder.stop() }
@@ -93,7 +106,8 @@ import Testing
         let report = try live.wait()
         recorder.drain()
         #expect(ports == ["\(name):mix"])
-        #expect(report.underruns == 0)
+        var problems: [String] = []
+        if report.underruns != 0 { problems.append("\(report.underruns) underruns") }
         let recorded = recorder.samples(channel: 0)
         let start = try #require(recorded.firstIndex { $0 != 0 })
         let rate = server.sampleRate
@@ -102,10 +116,13 @@ import Testing
         let later = recorded[(start + rate / 2)..<(start + 9 * rate / 10)]
         let lowBoth = Self.amplitude(of: 440, in: both, rate: rate)
         let highBoth = Self.amplitude(of: 660, in: both, rate: rate)
-        #expect(abs(lowBoth - 0.25) < 0.02 && abs(highBoth - 0.25) < 0.02, "440 Hz \(lowBoth), 660 Hz \(highBoth)")
-        #expect(Self.amplitude(of: 440, in: later, rate: rate) < 0.01)
-        #expect(abs(Self.amplitude(of: 660, in: later, rate: rate) - 0.25) < 0.02)
-        #expect((both.map { abs($0) }.max() ?? 0) > 0.4, "the two sum in the port")
+        if !(abs(lowBoth - 0.25) < 0.02 && abs(highBoth - 0.25) < 0.02) { problems.append("440 Hz \(lowBoth), 660 Hz \(highBoth)") }
+        let lowLater = Self.amplitude(of: 440, in: later, rate: rate)
+        if lowLater >= 0.01 { problems.append("440 Hz after it ended: \(lowLater)") }
+        let highLater = Self.amplitude(of: 660, in: later, rate: rate)
+        if abs(highLater - 0.25) >= 0.02 { problems.append("660 Hz alone: \(highLater)") }
+        if (both.map { abs($0) }.max() ?? 0) <= 0.4 { problems.append("the two do not sum in the port") }
+        return (problems, recorder.xruns)
     }
 
     @Test("a sink naming only some of another sink's ports is refused, naming the list to give")

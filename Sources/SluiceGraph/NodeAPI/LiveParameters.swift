@@ -7,11 +7,15 @@ public struct ParameterChange: Sendable, Hashable, BitwiseCopyable {
     public var value: Double
     /// Numbers the changes sent to one node, from 1, so an acknowledgement names its change.
     public var sequence: UInt64
+    /// The node's output frame (counted since its stream began) the change is timed for: it
+    /// applies when the node's output reaches it, or at once when it has passed. 0: at once.
+    public var frame: Int
 
-    public init(parameter: Int, value: Double, sequence: UInt64 = 0) {
+    public init(parameter: Int, value: Double, sequence: UInt64 = 0, frame: Int = 0) {
         self.parameter = parameter
         self.value = value
         self.sequence = sequence
+        self.frame = frame
     }
 }
 

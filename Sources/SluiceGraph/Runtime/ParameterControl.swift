@@ -46,7 +46,10 @@ public final class ParameterControl: Sendable {
 
     /// Current values are the nodes' own; this only queues changes. Checks `value` and queues
     /// it; then waits up to `timeout` seconds for the acknowledgement.
-    public func set(node: String, parameter: String, value: ParameterValue, timeout: Double = 1)
+    /// - Parameter atFrame: the node's output frame to apply it at (counted since its stream
+    ///   began; a frame `set` replied with earlier says where the stream is), or nil for at
+    ///   once. A frame already passed applies at once.
+    public func set(node: String, parameter: String, value: ParameterValue, atFrame: Int? = nil, timeout: Double = 1)
         throws(ParameterControlError) -> Applied
     {
         guard let target = targets[node] else {
@@ -79,7 +82,7 @@ public final class ParameterControl: Sendable {
         default:
             break
         }
-        guard let sequence = target.queue.send(parameter: index, value: number) else {
+        guard let sequence = target.queue.send(parameter: index, value: number, atFrame: max(0, atFrame ?? 0)) else {
             throw .queueFull(node: node)
         }
         var applied = Applied(node: node, parameter: parameter, value: number, frame: nil)

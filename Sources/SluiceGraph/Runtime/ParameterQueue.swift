@@ -53,10 +53,10 @@ final class ParameterQueue: @unchecked Sendable {
 
     /// [control-thread] Queues a change; returns its sequence number, or nil when the queue is
     /// full.
-    func send(parameter: Int, value: Double) -> UInt64? {
+    func send(parameter: Int, value: Double, atFrame frame: Int = 0) -> UInt64? {
         let sequence = control.withLock { side -> UInt64? in
             let sequence = side.nextSequence
-            guard side.changes.push(ParameterChange(parameter: parameter, value: value, sequence: sequence)) else {
+            guard side.changes.push(ParameterChange(parameter: parameter, value: value, sequence: sequence, frame: frame)) else {
                 return nil
             }
             side.nextSequence += 1
@@ -88,11 +88,19 @@ final class ParameterQueue: @unchecked Sendable {
         changesOut.availableElements() > 0
     }
 
-    /// [audio-thread] Applies every waiting change to `node`, acknowledging each at `frame`.
-    /// Returns whether any was applied.
+    /// [audio-thread] The output frame the next waiting change is timed for, when that is
+    /// after `frame` (the node must stop there); nil when none waits or it is due.
+    func nextTimedFrame(after frame: Int) -> Int? {
+        guard let change = changesOut.peek(), change.frame > frame else { return nil }
+        return change.frame
+    }
+
+    /// [audio-thread] Applies the waiting changes that are due at output frame `frame`, in
+    /// order (one timed later holds back those queued after it), acknowledging each at
+    /// `frame`. Returns whether any was applied.
     func applyPending(to node: any LiveParameterNode, atOutputFrame frame: Int) -> Bool {
         var applied = false
-        while let change = changesOut.pop() {
+        while let next = changesOut.peek(), next.frame <= frame, let change = changesOut.pop() {
             node.apply(change)
             // A full acknowledgement ring means nobody reads them; the change still holds.
             _ = acknowledgementsIn.push(Acknowledgement(sequence: change.sequence, frame: frame))

@@ -82,6 +82,13 @@ public final class ProcessorSlot {
     ///   - outputLimit: the most units of room offered on each output.
     public func step(inputLimit: Int = .max, outputLimit: Int = .max) -> Bool {
         let changed = applyParameterChanges()
+        // A change timed for a later frame: the node's output stops there, so the change
+        // applies exactly at it on a later step.
+        var outputLimit = outputLimit
+        if let parameters, !outputs.isEmpty {
+            let written = outputs[0].writtenUnits.load(ordering: .relaxed)
+            if let timed = parameters.nextTimedFrame(after: written) { outputLimit = min(outputLimit, timed - written) }
+        }
         if !changed && isIdle(inputLimit: inputLimit, outputLimit: outputLimit) { return false }
         let moved = move(inputLimit: inputLimit, outputLimit: outputLimit) || changed
         // Noted before the move, so the edges as they are now are known only if nothing moved.

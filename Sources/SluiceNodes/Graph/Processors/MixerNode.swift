@@ -10,7 +10,10 @@ import SluiceGraph
 /// Markers: output positions equal the positions of the inputs still streaming, so every
 /// marker from every input passes through at the mix's current position — except the end of
 /// the stream, which is emitted once, when the last input has ended. Drain: nothing held.
-public final class MixerNode: ProcessorNode {
+///
+/// Live: `level1`…`level16` move an input's gain while the graph plays (`sluice ctl set mix
+/// level2 0.3`), in a straight line over `ramp` seconds, so a change never clicks.
+public final class MixerNode: LiveParameterNode {
     /// Inputs a mixer can have: the descriptor declares this many ports.
     public static let maximumInputs = 16
 
@@ -31,7 +34,14 @@ public final class MixerNode: ProcessorNode {
                 ParameterDescriptor(
                     "gains", .list, default: nil,
                     summary: "Linear gain per input, in1 first; inputs without one get 1."),
-            ],
+                ParameterDescriptor(
+                    "ramp", .number(0...10), default: .number(0.02), unit: "s",
+                    summary: "How long a level change takes while playing, a straight line so it never clicks."),
+            ] + (1...maximumInputs).map { index in
+                ParameterDescriptor(
+                    "level\(index)", .number(0...4), default: nil, live: true,
+                    summary: "Input \(index)'s gain while playing (it starts at its `gains` entry).")
+            },
             inputCountParameter: "inputs")
     ) { parameters in
         let inputs = parameters.integer("inputs")
@@ -49,12 +59,17 @@ public final class MixerNode: ProcessorNode {
             }
             gains.append(gain)
         }
-        return MixerNode(inputs: inputs, gains: gains)
+        return MixerNode(inputs: inputs, gains: gains, ramp: parameters.double("ramp"))
     }
+
+    /// `level1`'s index among the type's parameters; `levelN` follows at N − 1 after it.
+    static let firstLevelParameter = 3
 
     public let inputCount: Int
     /// One gain per input.
     public let gains: [Float]
+    public let ramp: Double
+    private var rampFrames = 0
 
     private var mixer: Mixer?
     private var channels = 0
@@ -69,11 +84,18 @@ public final class MixerNode: ProcessorNode {
     private var framesProduced = 0
 
     /// - Parameter gains: one per input, in order; inputs without one get 1.
-    public init(inputs: Int = 2, gains: [Float] = []) {
+    public init(inputs: Int = 2, gains: [Float] = [], ramp: Double = 0.02) {
         precondition((1...Self.maximumInputs).contains(inputs), "a mixer has 1…\(Self.maximumInputs) inputs")
         precondition(gains.count <= inputs, "more gains than inputs")
         inputCount = inputs
         self.gains = gains + [Float](repeating: 1, count: inputs - gains.count)
+        self.ramp = ramp
+    }
+
+    public func apply(_ change: ParameterChange) {
+        let input = change.parameter - Self.firstLevelParameter
+        guard let mixer, input >= 0, input < inputCount else { return }
+        mixer.setGain(Float(change.value), ofInput: input, rampFrames: rampFrames)
     }
 
     deinit {
@@ -91,7 +113,7 @@ public final class MixerNode: ProcessorNode {
     }
 
     public func prepare(_ context: PrepareContext) throws {
-        guard context.inputFormats.count == inputCount, case .frames(_, let channels) = context.inputFormats[0] else {
+        guard context.inputFormats.count == inputCount, case .frames(let rate, let channels) = context.inputFormats[0] else {
             throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
         }
         release()
@@ -99,6 +121,7 @@ public final class MixerNode: ProcessorNode {
         for (index, gain) in gains.enumerated() { mixer.setGain(gain, ofInput: index) }
         self.mixer = mixer
         self.channels = channels
+        rampFrames = Int((ramp * Double(rate)).rounded())
         silenceFrames = max(1, context.maximumUnits, context.blockFrames)
         let silence = UnsafeMutablePointer<Float>.allocate(capacity: silenceFrames * channels)
         silence.initialize(repeating: 0, count: silenceFrames * channels)

@@ -29,7 +29,8 @@ struct MixerNodeTests {
         #expect(descriptor.inputs.map(\.isRequired) == [true] + [Bool](repeating: false, count: 15))
         #expect(descriptor.inputs.allSatisfy { $0.medium == .frames })
         #expect(descriptor.outputs.map(\.name) == ["out"])
-        #expect(descriptor.parameters.map(\.name) == ["inputs", "gains"])
+        #expect(descriptor.parameters.map(\.name) == ["inputs", "gains", "ramp"] + (1...16).map { "level\($0)" })
+        #expect(descriptor.parameters.filter(\.isLive).map(\.name) == (1...16).map { "level\($0)" })
         let inputs = try #require(descriptor.parameter(named: "inputs"))
         #expect(inputs.type == .integer(1...16))
         #expect(inputs.defaultValue == .integer(2))
@@ -98,6 +99,31 @@ struct MixerNodeTests {
             Marker(position: 2_000, event: .discontinuity),
             end,
         ])
+    }
+
+    @Test("a live level change moves one input's gain from the next frame in a straight line over `ramp`")
+    func liveLevel() throws {
+        let node = MixerNode(inputs: 2, gains: [1, 1], ramp: 0.001)  // 48 frames at 48 kHz
+        let mono = StreamFormat.frames(rate: 48_000, channels: 1)
+        var harness = try ProcessorHarness(node, inputs: [mono, mono], inputBlocks: 100...100, outputBlocks: 100...100)
+        harness.feed([Float](repeating: 1, count: 100), input: 0)
+        harness.feed([Float](repeating: 0.5, count: 100), input: 1)
+        harness.run()
+        harness.countsAllocations = true
+        // level2: the second input's gain, to 0.
+        node.apply(ParameterChange(parameter: MixerNode.type.descriptor.parameters.firstIndex { $0.name == "level2" }!, value: 0))
+        harness.feed([Float](repeating: 1, count: 100), input: 0)
+        harness.feed([Float](repeating: 0.5, count: 100), input: 1)
+        harness.run()
+        let output = harness.output()
+        #expect(output.prefix(100).allSatisfy { $0 == 1.5 })
+        for index in 0..<48 {
+            let gain: Float = 1 - Float(index + 1) / 48
+            let expected: Float = 1 + 0.5 * gain
+            #expect(abs(output[100 + index] - expected) < 1e-6, "frame \(index)")
+        }
+        #expect(output.suffix(52).allSatisfy { $0 == 1 })
+        #expect(harness.allocations == 0)
     }
 
     @Test("an ended input counts as silence; the end of stream waits for every input")
