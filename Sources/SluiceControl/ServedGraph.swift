@@ -213,14 +213,10 @@ public final class ServedGraph: Sendable {
             }
             name = node
         } else {
-            guard speakerNames.count == 1 else {
-                return .failure(ControlError(
-                    code: speakerNames.isEmpty ? "no-speaker" : "which-speaker",
-                    message: speakerNames.isEmpty
-                        ? "graph '\(graphName)' has no text-driven node to speak (a speech provider, or morse)"
-                        : "the graph has several text-driven nodes; name one in \"node\": \(speakerNames.joined(separator: ", "))"))
+            switch onlySpeaker(for: "speak", fix: "name one in \"node\"") {
+            case .success(let only): name = only
+            case .failure(let error): return .failure(error)
             }
-            name = speakerNames[0]
         }
         guard !isQuitting else {
             return .failure(ControlError(code: "quitting", message: "the graph is ending; nothing more is spoken"))
@@ -237,6 +233,16 @@ public final class ServedGraph: Sendable {
             "node": name, "queued": given.first + given.count, "first": given.first, "count": given.count,
             "pending": given.pending,
         ])
+    }
+
+    /// The graph's one text-driven node, or why there is none to `action` with.
+    private func onlySpeaker(for action: String, fix: String) -> Result<String, ControlError> {
+        if speakerNames.count == 1 { return .success(speakerNames[0]) }
+        return .failure(ControlError(
+            code: speakerNames.isEmpty ? "no-speaker" : "which-speaker",
+            message: speakerNames.isEmpty
+                ? "graph '\(graphName)' has no text-driven node to \(action) (a speech provider, or morse)"
+                : "the graph has several text-driven nodes (\(speakerNames.joined(separator: ", "))); \(fix)"))
     }
 
     /// Barge-in on the graph's text-driven node: its text still queued is dropped, the sinks
@@ -280,14 +286,11 @@ public final class ServedGraph: Sendable {
     }
 
     private func interrupt(changing values: [String: ParameterValue]) -> Result<[String: any Sendable], ControlError> {
-        guard speakerNames.count == 1 else {
-            return .failure(ControlError(
-                code: speakerNames.isEmpty ? "no-speaker" : "which-speaker",
-                message: speakerNames.isEmpty
-                    ? "graph '\(graphName)' has no text-driven node to cancel"
-                    : "cancel works on a graph with one text-driven node; this one has \(speakerNames.joined(separator: ", "))"))
+        let name: String
+        switch onlySpeaker(for: "cancel", fix: "cancel works on a graph with one") {
+        case .success(let only): name = only
+        case .failure(let error): return .failure(error)
         }
-        let name = speakerNames[0]
         // Hold the texts' lock: no speak slips in between the interrupt and the accounting.
         return spoken.withLock { spoken -> Result<[String: any Sendable], ControlError> in
             guard let next = speakers[name]!.interrupt(changing: values) else {

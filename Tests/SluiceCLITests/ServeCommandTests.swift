@@ -12,6 +12,8 @@ import Testing
         let process = Process()
         let socket: String
         let errors = Pipe()
+        /// What must outlive the process (the folder holding its graph and socket).
+        var kept: [AnyObject] = []
 
         init(graph: URL, socket: String, server: String, extra: [String] = []) throws {
             self.socket = socket
@@ -84,25 +86,34 @@ import Testing
         Issue.record("xruns spoiled all 3 attempts; is the machine overloaded?")
     }
 
+    /// A tone served into a recorder of its own, playing: what the recording tests start from.
+    /// Stop the recorder when done.
+    func servedTone(_ label: String, attempt: Int, extra: [String] = []) throws
+        -> (recorder: JackRecorder, served: Served, ready: String)
+    {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-\(label)-ear-\(getpid())-\(attempt)", channels: 1,
+            capacityFrames: 20 * Self.rate)
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: recorder.portNames[0])
+        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name, extra: extra)
+        served.kept.append(folder)
+        let ready = try #require(served.readyLine(), "serve never said it was serving")
+        #expect(recorder.waitForFrames(Self.rate / 2, timeout: .seconds(10)))
+        return (recorder, served, ready)
+    }
+
     @Test("a gain change over the socket is heard from the frame the reply states, by a ramp; OSC from oscsend too")
     func liveGainChange() throws {
         try withoutXruns { attempt in try recordGainChange(attempt: attempt) }
     }
 
     private func recordGainChange(attempt: Int) throws -> (problems: [String], xruns: Int) {
-        let server = try JackTestServer.shared()
-        let recorder = try JackRecorder(
-            server: server.name, clientName: "serve-ear-\(getpid())-\(attempt)", channels: 1, capacityFrames: 20 * Self.rate)
+        let (recorder, served, ready) = try servedTone("gain", attempt: attempt, extra: ["--osc-port", "0"])
         defer { recorder.stop() }
-        try recorder.start()
-        let folder = TemporaryFolder()
-        let graph = try toneGraph(in: folder, connect: recorder.portNames[0])
-        let served = try Served(
-            graph: graph, socket: folder.file("control.sock").path, server: server.name, extra: ["--osc-port", "0"])
-        let ready = try #require(served.readyLine(), "serve never said it was serving")
         let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
-
-        #expect(recorder.waitForFrames(Self.rate / 2, timeout: .seconds(10)))
         let set = try served.ctl(["set", "level", "gain", "0.25"])
         #expect(set.status == 0, "\(set.reply)")
         let frame = try #require(set.reply["frame"] as? Int, "no frame in \(set.reply)")
@@ -175,17 +186,8 @@ import Testing
     }
 
     private func recordTimedChange(attempt: Int) throws -> (problems: [String], xruns: Int) {
-        let server = try JackTestServer.shared()
-        let recorder = try JackRecorder(
-            server: server.name, clientName: "serve-timed-ear-\(getpid())-\(attempt)", channels: 1,
-            capacityFrames: 20 * Self.rate)
+        let (recorder, served, _) = try servedTone("timed", attempt: attempt)
         defer { recorder.stop() }
-        try recorder.start()
-        let folder = TemporaryFolder()
-        let graph = try toneGraph(in: folder, connect: recorder.portNames[0])
-        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name)
-        _ = try #require(served.readyLine())
-        #expect(recorder.waitForFrames(Self.rate / 2, timeout: .seconds(10)))
         // Where the node's output is: a change to the level it has.
         let now = try #require(try served.ctl(["set", "level", "gain", "1"]).reply["frame"] as? Int)
         let at = now + Self.rate / 2 + 123
@@ -209,17 +211,8 @@ import Testing
     }
 
     private func recordPause(attempt: Int) throws -> (problems: [String], xruns: Int) {
-        let server = try JackTestServer.shared()
-        let recorder = try JackRecorder(
-            server: server.name, clientName: "serve-pause-ear-\(getpid())-\(attempt)", channels: 1,
-            capacityFrames: 20 * Self.rate)
+        let (recorder, served, _) = try servedTone("pause", attempt: attempt)
         defer { recorder.stop() }
-        try recorder.start()
-        let folder = TemporaryFolder()
-        let graph = try toneGraph(in: folder, connect: recorder.portNames[0])
-        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name)
-        _ = try #require(served.readyLine())
-        #expect(recorder.waitForFrames(Self.rate / 2, timeout: .seconds(10)))
 
         #expect(try served.ctl(["pause"]).status == 0)
         usleep(100_000)

@@ -313,13 +313,7 @@ public final class Playhead: @unchecked Sendable {
         if !discarding {
             discarding = true
             if playing && prerollRemaining == 0 && !holding {
-                written = take(min(available, fadeFrames, frames), into: output)
-                if fadeInRemaining > 0 {
-                    let length = min(fadeInRemaining, written)
-                    applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
-                    fadeInRemaining = 0
-                }
-                applyFade(output, frames: written, fadingIn: false, offset: 0, length: written)
+                written = fadeOutNext(min(available, fadeFrames, frames), into: output)
             }
             // Nothing plays until the next reply: waiting for it, as between utterances.
             stateValue.store(State.buffering.rawValue, ordering: .releasing)
@@ -380,6 +374,20 @@ public final class Playhead: @unchecked Sendable {
         }
     }
 
+    /// [audio-thread] Plays the stream's next `frames` frames fading out (a pause's or a
+    /// discard's first period); how many there were. A fade-in under way goes on too, as the
+    /// fade-out's starting gain would otherwise jump: both apply, so the gain only ever falls.
+    private func fadeOutNext(_ frames: Int, into output: UnsafeMutablePointer<Float>) -> Int {
+        let written = take(frames, into: output)
+        if fadeInRemaining > 0 {
+            let length = min(fadeInRemaining, written)
+            applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
+            fadeInRemaining = 0
+        }
+        applyFade(output, frames: written, fadingIn: false, offset: 0, length: written)
+        return written
+    }
+
     /// [audio-thread] A pause: the first period fades out what plays (the stream's next
     /// frames, within `fadeFrames`), then silence, taking nothing, until resumed.
     private func renderPause(
@@ -389,15 +397,7 @@ public final class Playhead: @unchecked Sendable {
         if !holding {
             holding = true
             if playing && prerollRemaining == 0 {
-                // A fade already under way goes on as the fade-out's starting gain would
-                // otherwise jump: both apply, so the gain only ever falls.
-                written = take(min(available, fadeFrames, frames), into: output)
-                if fadeInRemaining > 0 {
-                    let length = min(fadeInRemaining, written)
-                    applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
-                    fadeInRemaining = 0
-                }
-                applyFade(output, frames: written, fadingIn: false, offset: 0, length: written)
+                written = fadeOutNext(min(available, fadeFrames, frames), into: output)
             }
             pausedValue.store(true, ordering: .releasing)
         }
