@@ -12,14 +12,15 @@ enum ExitStatus {
     static let failure: Int32 = 1
     /// The command line was wrong (an unknown option, a value out of range).
     static let usage: Int32 = 2
-    /// Ctrl-C (SIGINT) ended it; what was rendered or played so far was faded out.
-    static let interrupted: Int32 = 130
+    /// A signal ended it (what was rendered or played so far was faded out): 130 for Ctrl-C
+    /// (SIGINT), 143 for SIGTERM (what a service manager sends), as a shell reports them.
+    static var interrupted: Int32 { InterruptHandler.lastSignal == SIGTERM ? 128 + SIGTERM : 128 + SIGINT }
 
     /// The table `sluice --help` shows.
     static let help = """
         Exit status: 0 success; 1 failure (a graph, device or file error, or a node that failed \
         during the run: the audio received before it is written or played, faded; --keep-going \
-        makes that 0); 2 usage error; 130 interrupted (Ctrl-C).
+        makes that 0); 2 usage error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM, faded out         as Ctrl-C).
         """
 }
 

@@ -526,6 +526,20 @@ import Testing
         #expect(served.wait() == 0)
     }
 
+    @Test("SIGTERM, as a service manager stops it, fades out and exits 143; the socket goes with it")
+    func terminatedBySIGTERM() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let served = try Served(
+            graph: try toneGraph(in: folder, connect: "none"), socket: folder.file("control.sock").path, server: server.name,
+            extra: ["--stats", "json"])
+        _ = try #require(served.readyLine())
+        #expect(FileManager.default.fileExists(atPath: served.socket))
+        served.process.terminate()  // SIGTERM
+        #expect(served.wait(timeout: 5) == 143)
+        #expect(!FileManager.default.fileExists(atPath: served.socket), "the control socket was left behind")
+    }
+
     @Test("malformed and wrong requests are answered with errors while the graph plays on")
     func badRequestsAreAnswered() throws {
         let server = try JackTestServer.shared()
