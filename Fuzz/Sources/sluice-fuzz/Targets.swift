@@ -114,7 +114,20 @@ enum FuzzTargets {
                 parameter.summary = input.boolean() ? arena.string(input.string()) : nil
                 parameters[index] = parameter
             }
-            node.params = UnsafePointer(parameters)
+            if abiVersion == 1 {
+                // A version-1 plugin's array has version 1's stride: each entry ends where
+                // `size` now begins (the loader walks it so). Laid out with the host's stride
+                // instead, the loader would read one entry's tail as the next one's pointers.
+                let stride = MemoryLayout<sluice_param_descriptor_t>.offset(of: \.size)!
+                let words = (stride * parameterCount + MemoryLayout<sluice_param_descriptor_t>.size + 7) / 8
+                let packed = UnsafeMutableRawPointer(arena.array(of: UInt64.self, count: words))
+                for index in 0..<parameterCount {
+                    (packed + index * stride).copyMemory(from: parameters + index, byteCount: stride)
+                }
+                node.params = UnsafePointer(packed.assumingMemoryBound(to: sluice_param_descriptor_t.self))
+            } else {
+                node.params = UnsafePointer(parameters)
+            }
         }
         node.param_count = UInt32(parameterCount)
         withUnsafePointer(to: &node) { pointer in
