@@ -67,15 +67,16 @@ import Testing
               level: { type: fader, length: 0, ramp: 0.01 }
               out: { type: jack.sink, connect: [\(connect)] }
             links: [tone -> level -> out]
+            playback: { max-buffered: 0.5 }
             """, to: "tone.yaml")
     }
 
-    /// Runs `attempt` up to three times: a recording that differs from what was expected
+    /// Runs `attempt` up to five times: a recording that differs from what was expected
     /// proves nothing after an xrun (a late client on a loaded machine without real-time
-    /// scheduling costs the recording a period) and is tried again; one that differs without
-    /// an xrun fails at once.
+    /// scheduling costs the recording a period; the whole suite in parallel makes them
+    /// common) and is tried again; one that differs without an xrun fails at once.
     func withoutXruns(_ attempt: (Int) throws -> (problems: [String], xruns: Int)) throws {
-        for number in 1...3 {
+        for number in 1...5 {
             let outcome = try attempt(number)
             if outcome.problems.isEmpty { return }
             if outcome.xruns == 0 {
@@ -83,7 +84,7 @@ import Testing
                 return
             }
         }
-        Issue.record("xruns spoiled all 3 attempts; is the machine overloaded?")
+        Issue.record("xruns spoiled all 5 attempts; is the machine overloaded?")
     }
 
     /// A tone served into a recorder of its own, playing: what the recording tests start from.
@@ -426,9 +427,11 @@ import Testing
 
         let sentence = "The same sentence, twice over."
         #expect(try served.ctl(["speak", sentence]).status == 0)
+        // Utterance events (an xrun on a loaded machine is an event too, and is passed over).
         var events: [[String: Any]] = []
         while events.count < 2, let line = watcher.readLine(timeout: 10) {
-            events.append(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:])
+            let event = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            if (event["event"] as? String)?.hasPrefix("utterance-") == true { events.append(event) }
         }
         #expect(events.map { $0["event"] as? String } == ["utterance-started", "utterance-ended"], "\(events)")
         #expect(events.allSatisfy { $0["text"] as? String == sentence && $0["utterance"] as? Int == 0 })
@@ -439,7 +442,9 @@ import Testing
         #expect((range.reply["error"] as? [String: Any])?["code"] as? String == "out-of-range")
         let faster = try served.ctl(["configure", "voice", "rate=350"])
         #expect(faster.status == 0, "\(faster.reply)")
-        #expect(watcher.readLine(timeout: 5)?.contains(#""event":"cancelled""#) == true)
+        var cancelled = false
+        while !cancelled, let line = watcher.readLine(timeout: 5) { cancelled = line.contains(#""event":"cancelled""#) }
+        #expect(cancelled, "configure sent no cancelled event")
         usleep(400_000)
         #expect(try served.ctl(["speak", sentence]).status == 0)
         var ended = false
