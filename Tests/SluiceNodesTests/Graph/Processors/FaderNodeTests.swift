@@ -24,7 +24,7 @@ struct FaderNodeTests {
         #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].name == "gain")
         #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].isLive)
         #expect(FaderNode.type.descriptor.parameters.filter(\.isLive).map(\.name) == ["gain"])
-        var harness = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
+        let harness = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
         harness.feed(Array(repeating: 1, count: 100))
         harness.run()
         #expect(harness.frameCount() == 100)

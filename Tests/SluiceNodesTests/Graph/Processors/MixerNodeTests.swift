@@ -105,7 +105,7 @@ struct MixerNodeTests {
     func liveLevel() throws {
         let node = MixerNode(inputs: 2, gains: [1, 1], ramp: 0.001)  // 48 frames at 48 kHz
         let mono = StreamFormat.frames(rate: 48_000, channels: 1)
-        var harness = try ProcessorHarness(node, inputs: [mono, mono], inputBlocks: 100...100, outputBlocks: 100...100)
+        let harness = try ProcessorHarness(node, inputs: [mono, mono], inputBlocks: 100...100, outputBlocks: 100...100)
         harness.feed([Float](repeating: 1, count: 100), input: 0)
         harness.feed([Float](repeating: 0.5, count: 100), input: 1)
         harness.run()
