@@ -757,15 +757,8 @@ final class SpeechEar {
     }
 
     init(server: String) {
-        var status = jack_status_t(rawValue: 0)
-        guard let client = sluice_jack_client_open("bench-control-ear", JackNoStartServer, &status, server) else {
-            fail("the ear cannot open a client on '\(server)' (status 0x\(String(status.rawValue, radix: 16)))")
-        }
+        let (client, left, right) = openEar(named: "bench-control-ear", server: server)
         self.client = client
-        let flags = UInt(JackPortIsInput.rawValue | JackPortIsPhysical.rawValue | JackPortIsTerminal.rawValue)
-        guard let left = jack_port_register(client, "playback_1", JACK_DEFAULT_AUDIO_TYPE, flags, 0),
-            let right = jack_port_register(client, "playback_2", JACK_DEFAULT_AUDIO_TYPE, flags, 0)
-        else { fail("the ear cannot register its ports") }
         state = State(left: left, right: right, client: client)
         jack_set_process_callback(
             client,

@@ -402,6 +402,20 @@ final class BenchServer {
 /// A JACK client whose two input ports are flagged physical: on a server without system ports
 /// they are the playback ports every client's auto-connect finds (jack_simple_client's and
 /// jack.sink's alike). Its callback notes when the first non-zero sample arrives.
+/// A client of the harness whose two input ports are flagged physical, so a client that
+/// auto-connects to the playback ports (`jack.sink`'s `connect: auto`) plays into it.
+func openEar(named name: String, server: String) -> (client: OpaquePointer, left: OpaquePointer, right: OpaquePointer) {
+    var status = jack_status_t(rawValue: 0)
+    guard let client = sluice_jack_client_open(name, JackNoStartServer, &status, server) else {
+        fail("the ear cannot open a client on '\(server)' (status 0x\(String(status.rawValue, radix: 16)))")
+    }
+    let flags = UInt(JackPortIsInput.rawValue | JackPortIsPhysical.rawValue | JackPortIsTerminal.rawValue)
+    guard let left = jack_port_register(client, "playback_1", JACK_DEFAULT_AUDIO_TYPE, flags, 0),
+        let right = jack_port_register(client, "playback_2", JACK_DEFAULT_AUDIO_TYPE, flags, 0)
+    else { fail("the ear cannot register its ports") }
+    return (client, left, right)
+}
+
 final class Ear {
     private let client: OpaquePointer
     private let state: EarState
@@ -423,15 +437,8 @@ final class Ear {
     }
 
     init(server: String) {
-        var status = jack_status_t(rawValue: 0)
-        guard let client = sluice_jack_client_open("bench-ear", JackNoStartServer, &status, server) else {
-            fail("the ear cannot open a client on '\(server)' (status 0x\(String(status.rawValue, radix: 16)))")
-        }
+        let (client, left, right) = openEar(named: "bench-ear", server: server)
         self.client = client
-        let flags = UInt(JackPortIsInput.rawValue | JackPortIsPhysical.rawValue | JackPortIsTerminal.rawValue)
-        guard let left = jack_port_register(client, "playback_1", JACK_DEFAULT_AUDIO_TYPE, flags, 0),
-            let right = jack_port_register(client, "playback_2", JACK_DEFAULT_AUDIO_TYPE, flags, 0)
-        else { fail("the ear cannot register its ports") }
         state = EarState(left: left, right: right)
         jack_set_process_callback(
             client,

@@ -103,6 +103,9 @@ public final class ServedGraph: Sendable {
         }
 
         func look() {
+            // Peaks are measured on the device thread only while a watcher wants levels.
+            let levels = events.wantsLevels
+            for playhead in run.playheads { playhead.meterPeaks(levels) }
             guard !events.isEmpty else { return }
             let underruns = run.playheads.map(\.underruns).reduce(0, +)
             if underruns > self.underruns {
@@ -115,7 +118,7 @@ public final class ServedGraph: Sendable {
                 events.emit("xrun", ["xruns": xruns])
             }
             let now = monotonicSeconds()
-            if events.wantsLevels && now - lastLevel >= 0.1 {
+            if levels && now - lastLevel >= 0.1 {
                 lastLevel = now
                 let peak = run.playheads.map { Double($0.takePeak()) }.max() ?? 0
                 events.emit("level", ["peak": peak, "position": run.status.position])

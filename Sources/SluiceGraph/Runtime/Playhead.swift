@@ -45,6 +45,8 @@ public final class Playhead: @unchecked Sendable {
     private let discardedFramesValue = Atomic<Int>(0)
     /// The largest |sample| played since `takePeak` last read it, as Float bits.
     private let peakBits = Atomic<UInt32>(0)
+    /// Whether `take` measures the peak: only while a level meter reads it.
+    private let metering = Atomic<Bool>(false)
     /// Set by the device thread once a pause has faded out, cleared on resume.
     private let pausedValue = Atomic<Bool>(false)
     /// Monotonic wall seconds, as bits, when the first audio was rendered; 0 before.
@@ -187,8 +189,14 @@ public final class Playhead: @unchecked Sendable {
         discardUntilValue.store(Int(utterance.rawValue), ordering: .releasing)
     }
 
+    /// [any-thread] Turns peak measuring on or off; off (the default) the device thread does
+    /// no work for it.
+    public func meterPeaks(_ on: Bool) {
+        metering.store(on, ordering: .relaxed)
+    }
+
     /// [any-thread] The largest absolute sample played since the last call (a level meter's
-    /// reading), and starts over.
+    /// reading, while `meterPeaks(true)`), and starts over.
     public func takePeak() -> Float {
         Float(bitPattern: peakBits.exchange(0, ordering: .relaxed))
     }
@@ -463,10 +471,12 @@ public final class Playhead: @unchecked Sendable {
     private func take(_ frames: Int, into output: UnsafeMutablePointer<Float>) -> Int {
         guard frames > 0 else { return 0 }
         let copied = audio.pop(into: UnsafeMutableBufferPointer(start: output, count: frames * channels)) / channels
-        var peak = Float(bitPattern: peakBits.load(ordering: .relaxed))
-        let before = peak
-        for index in 0..<(copied * channels) { peak = max(peak, abs(output[index])) }
-        if peak > before { peakBits.store(peak.bitPattern, ordering: .relaxed) }
+        if metering.load(ordering: .relaxed) {
+            var peak = Float(bitPattern: peakBits.load(ordering: .relaxed))
+            let before = peak
+            for index in 0..<(copied * channels) { peak = max(peak, abs(output[index])) }
+            if peak > before { peakBits.store(peak.bitPattern, ordering: .relaxed) }
+        }
         let start = streamFramesValue.load(ordering: .relaxed)
         let end = start + copied
         streamFramesValue.store(end, ordering: .releasing)
