@@ -34,6 +34,9 @@ public enum MarkerEvent: Hashable, Sendable, BitwiseCopyable {
     case discontinuity
     /// The audio from here on speaks this part of the text.
     case textSpan(TextSpan)
+    /// The audio of one word begins here (from providers that report word timing): the span
+    /// is the word's bytes in the text, in its utterance.
+    case word(TextSpan)
     /// Nothing follows: nodes flush what they hold.
     case endOfStream
 }
@@ -63,7 +66,7 @@ public struct Marker: Hashable, Sendable, BitwiseCopyable, CustomStringConvertib
     public var breaksContinuity: Bool {
         switch event {
         case .discontinuity, .endOfStream: true
-        case .utteranceStart, .utteranceEnd, .textSpan: isDiscontinuous
+        case .utteranceStart, .utteranceEnd, .textSpan, .word: isDiscontinuous
         }
     }
 

@@ -88,7 +88,7 @@ public final class Aligner {
         switch marker.event {
         case .utteranceStart, .utteranceEnd, .discontinuity, .endOfStream:
             dropCarry()
-        case .textSpan:
+        case .textSpan, .word:
             break
         }
         batch.append(marker.moved(to: framesProduced))

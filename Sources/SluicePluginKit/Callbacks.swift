@@ -187,7 +187,8 @@ final class ProviderBox: Sendable {
             get_format: providerGetFormat, begin_utterance: providerBeginUtterance, push_text: providerPushText,
             end_utterance: providerEndUtterance, end_text: providerEndText, read: providerRead,
             cancel: providerCancel, destroy: providerDestroy, get_counters: providerGetCounters,
-            get_capabilities: providerGetCapabilities, size: UInt32(MemoryLayout<sluice_provider_vtable_t>.size)))
+            get_capabilities: providerGetCapabilities, size: UInt32(MemoryLayout<sluice_provider_vtable_t>.size),
+            take_word_marks: providerTakeWordMarks))
         return vtable
     }()
 
@@ -299,7 +300,24 @@ func providerGetCounters(
 
 func providerGetCapabilities(_ instance: UnsafeMutableRawPointer?) -> UInt32 {
     ProviderBox.with(instance) { box in
-        box.provider.acceptsIncrementalText ? UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) : 0
+        (box.provider.acceptsIncrementalText ? UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) : 0)
+            | (box.provider.reportsWordTiming ? UInt32(SLUICE_PROVIDER_WORD_TIMING) : 0)
+    }
+}
+
+func providerTakeWordMarks(
+    _ instance: UnsafeMutableRawPointer?, _ marks: UnsafeMutablePointer<sluice_word_mark_t>?, _ capacity: UInt32
+) -> UInt32 {
+    ProviderBox.with(instance) { box in
+        guard let marks, capacity > 0 else { return 0 }
+        let taken = box.provider.takeWordMarks(limit: Int(capacity))
+        for (index, mark) in taken.prefix(Int(capacity)).enumerated() {
+            // SAFETY: the host's array holds `capacity` marks; `index` < `capacity`.
+            marks[index] = sluice_word_mark_t(
+                size: UInt32(MemoryLayout<sluice_word_mark_t>.size), text_start: UInt32(clamping: mark.text.lowerBound),
+                text_length: UInt32(clamping: mark.text.count), audio_offset: UInt64(mark.audioOffset))
+        }
+        return UInt32(min(taken.count, Int(capacity)))
     }
 }
 

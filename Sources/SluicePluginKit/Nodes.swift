@@ -92,6 +92,8 @@ public struct ProcessEvents: RandomAccessCollection {
             case SLUICE_MARKER_DISCONTINUITY: marker = .discontinuity
             case SLUICE_MARKER_TEXT_SPAN:
                 marker = .textSpan(utterance: event.utterance, start: Int(event.text_start), end: Int(event.text_end))
+            case SLUICE_MARKER_WORD:
+                marker = .word(utterance: event.utterance, start: Int(event.text_start), end: Int(event.text_end))
             case SLUICE_MARKER_END_OF_STREAM: marker = .endOfStream
             default: marker = .unknown(event.marker)
             }
@@ -162,6 +164,8 @@ public struct PluginMarker: Sendable, Hashable {
         case discontinuity
         /// The audio from here speaks UTF-8 bytes `start..<end` of the stream's text.
         case textSpan(utterance: UInt32, start: Int, end: Int)
+        /// A word's audio begins here (its bytes in the stream's text).
+        case word(utterance: UInt32, start: Int, end: Int)
         /// The input's stream has ended: it arrives as silence from here.
         case endOfStream
         /// A marker kind this kit does not know.
@@ -206,11 +210,33 @@ public protocol Provider: AnyObject, Sendable {
     /// (`SLUICE_PROVIDER_INCREMENTAL_TEXT`): hosts then push tokens as they arrive. False by
     /// default: hosts hand over whole sentences.
     var acceptsIncrementalText: Bool { get }
+    /// [any-thread] Whether `takeWordMarks` reports where words begin
+    /// (`SLUICE_PROVIDER_WORD_TIMING`). False by default.
+    var reportsWordTiming: Bool { get }
+    /// [source-thread] The word marks of the current utterance (the one the latest `read`
+    /// returned data of) not taken yet, in audio order; at most `limit`. A mark must be
+    /// takeable by the `read` that returns the byte at its `audioOffset`. None by default.
+    func takeWordMarks(limit: Int) -> [WordMark]
 }
 
 extension Provider {
     public var counters: [Counter] { [] }
     public var acceptsIncrementalText: Bool { false }
+    public var reportsWordTiming: Bool { false }
+    public func takeWordMarks(limit: Int) -> [WordMark] { [] }
+}
+
+/// Where a word's audio begins, within the current utterance (`sluice_word_mark_t`).
+public struct WordMark: Sendable, Hashable {
+    /// The word's UTF-8 bytes in the utterance's text, counted from its first pushed byte.
+    public var text: Range<Int>
+    /// The byte of the utterance's audio (counted from its first byte read) where it begins.
+    public var audioOffset: Int
+
+    public init(text: Range<Int>, audioOffset: Int) {
+        self.text = text
+        self.audioOffset = audioOffset
+    }
 }
 
 /// A named count a provider keeps about its own work.

@@ -69,6 +69,11 @@ final class PluginEventList {
             event.utterance = span.utterance.rawValue
             event.text_start = span.start
             event.text_end = span.end
+        case .word(let span):
+            event.marker = sluice_marker_kind_t(SLUICE_MARKER_WORD)
+            event.utterance = span.utterance.rawValue
+            event.text_start = span.start
+            event.text_end = span.end
         case .endOfStream:
             event.marker = sluice_marker_kind_t(SLUICE_MARKER_END_OF_STREAM)
         }

@@ -23,7 +23,7 @@ struct HeardTextTracker {
             // The latest span wins: an utterance still taking text when it began to play
             // announces its final span at its end.
             entries[span.utterance.rawValue, default: Entry()].span = Int(span.start)..<Int(span.end)
-        case .discontinuity, .endOfStream:
+        case .discontinuity, .endOfStream, .word:
             break
         }
     }

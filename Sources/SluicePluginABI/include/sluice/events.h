@@ -59,7 +59,10 @@ enum {
      * the stream's text, in utterance `utterance`. */
     SLUICE_MARKER_TEXT_SPAN = 4,
     /* This input's stream has ended: from here it arrives as silence. */
-    SLUICE_MARKER_END_OF_STREAM = 5
+    SLUICE_MARKER_END_OF_STREAM = 5,
+    /* The audio of a word begins here: it speaks bytes `text_start` … `text_end` of the
+     * stream's text, in utterance `utterance` (providers with SLUICE_PROVIDER_WORD_TIMING). */
+    SLUICE_MARKER_WORD = 6
 };
 
 /* Flags of a marker (`sluice_marker_event_t.flags`). */
@@ -76,9 +79,9 @@ typedef struct sluice_marker_event {
     /* The input it arrived on: 0 … input_count − 1. */
     uint32_t input;
     uint32_t flags; /* SLUICE_MARKER_* flags */
-    /* UTTERANCE_START, UTTERANCE_END and TEXT_SPAN: the utterance's id; 0 otherwise. */
+    /* UTTERANCE_START, UTTERANCE_END, TEXT_SPAN and WORD: the utterance's id; 0 otherwise. */
     uint32_t utterance;
-    /* TEXT_SPAN: the byte range; 0 otherwise. */
+    /* TEXT_SPAN and WORD: the byte range; 0 otherwise. */
     int32_t text_start;
     int32_t text_end;
 } sluice_marker_event_t;

@@ -40,6 +40,19 @@ enum {
     SLUICE_READ_ERROR = -1
 };
 
+/* Where a word's audio begins (`take_word_marks`). */
+typedef struct sluice_word_mark {
+    /* sizeof(sluice_word_mark_t) as the plugin was built (common.h, "Growing the ABI"). */
+    uint32_t size;
+    /* The word: bytes `text_start` … `text_start + text_length` (UTF-8, end exclusive) of
+     * the current utterance's text, counted from the first byte pushed to it. */
+    uint32_t text_start;
+    uint32_t text_length;
+    /* Where its audio begins: a byte offset into the current utterance's audio, counted from
+     * its first byte `read` returned (a multiple of the frame size). */
+    uint64_t audio_offset;
+} sluice_word_mark_t;
+
 typedef struct sluice_provider_vtable {
     /* [control-thread] Writes the format `read` delivers into `*format`. Called after
      * create and before any other call; must not change afterwards. Returns false when the
@@ -90,13 +103,26 @@ typedef struct sluice_provider_vtable {
      * plugin was built. Functions added later are appended after it, optional (NULL: not
      * supported). */
     uint32_t size;
+
+    /* [source-thread] Optional (NULL: no word timing), appended after version 2's `size`:
+     * the word marks of the current utterance (the one the latest `read` returned data of)
+     * not taken yet, in order of `audio_offset`. Writes at most `capacity` of them to
+     * `marks` (the host's array) and returns how many it wrote; the host calls again while
+     * it returns `capacity`. A mark must be takeable no later than the `read` returning the
+     * byte at its `audio_offset`; it may come earlier (the host holds it until then). The
+     * host calls this after every `read` that returned data. A provider that reports word
+     * timing also sets SLUICE_PROVIDER_WORD_TIMING. */
+    uint32_t (*take_word_marks)(void *instance, sluice_word_mark_t *marks, uint32_t capacity);
 } sluice_provider_vtable_t;
 
 /* Capabilities `get_capabilities` reports. */
 enum {
     /* Speech of an utterance may begin before `end_utterance`: a host streaming a language
      * model's reply pushes each token as it arrives instead of waiting for whole sentences. */
-    SLUICE_PROVIDER_INCREMENTAL_TEXT = 1u << 0
+    SLUICE_PROVIDER_INCREMENTAL_TEXT = 1u << 0,
+    /* The provider reports where each word's audio begins (`take_word_marks`): the host
+     * places word markers at those frames, and barge-in reports what was heard to the word. */
+    SLUICE_PROVIDER_WORD_TIMING = 1u << 1
 };
 
 /* An instance: `create_provider` (factory.h) fills one in. `instance` and `vtable` are owned
