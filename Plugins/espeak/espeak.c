@@ -133,6 +133,12 @@ typedef struct utterance {
     bool synthesised;  /* its synthesis is over: `end` is final */
     bool failed;       /* …and failed; the instance's `failure` says why */
     uint64_t end;      /* `produced` when its synthesis was over: where its audio ends */
+    /* Where each word's audio begins (espeak-ng's word events), in order; `read` hands them
+     * out from `marks_taken` on. Text positions are converted from espeak-ng's characters to
+     * UTF-8 bytes with a cursor (`scan_chars` characters are `scan_bytes` bytes). */
+    sluice_word_mark_t *marks;
+    size_t mark_count, mark_capacity, marks_taken;
+    size_t scan_chars, scan_bytes;
 } utterance_t;
 
 typedef struct espeak_provider {
@@ -152,6 +158,9 @@ typedef struct espeak_provider {
      * to synthesise (NULL: none queued); `open` the one the control thread is still filling. */
     utterance_t *oldest, *newest, *pending, *open;
     bool text_ended;
+    /* `read` returned the end of an utterance and no data of the next one yet: word marks
+     * wait, as they belong to the utterance the latest data came from (provider.h). */
+    bool between_utterances;
 
     /* The ring: `ring_count` unread bytes from `ring_start`. `produced` and `consumed` count
      * bytes written and read since create; an utterance ends at a `produced` value. */
@@ -310,19 +319,70 @@ static void refill_from_overflow(espeak_provider_t *self) {
     if (self->overflow_count == 0) self->overflow_start = 0;
 }
 
+/* The UTF-8 byte offset of 0-based character `chars` of `utterance`'s text, scanning on from
+ * its cursor (word events come in text order; an earlier position restarts the scan). */
+static size_t byte_offset_of_character(utterance_t *utterance, size_t chars) {
+    if (chars < utterance->scan_chars) utterance->scan_chars = utterance->scan_bytes = 0;
+    while (utterance->scan_chars < chars && utterance->scan_bytes < utterance->length) {
+        utterance->scan_bytes++;
+        /* Continuation bytes (10xxxxxx) belong to the character before them. */
+        while (utterance->scan_bytes < utterance->length &&
+               ((unsigned char)utterance->text[utterance->scan_bytes] & 0xC0) == 0x80) {
+            utterance->scan_bytes++;
+        }
+        utterance->scan_chars++;
+    }
+    return utterance->scan_bytes;
+}
+
+/* [synthesis thread, lock held] Appends a word mark for each word event in `events` (text
+ * positions are 1-based characters, `sample` counts from the start of this synthesis). False
+ * when memory runs out. */
+static bool record_word_events(utterance_t *utterance, const espeak_EVENT *events) {
+    for (const espeak_EVENT *event = events; event->type != espeakEVENT_LIST_TERMINATED; event++) {
+        /* espeak-ng also sends an empty word (length 0) at a text's end: no word, no mark. */
+        if (event->type != espeakEVENT_WORD || event->text_position < 1 || event->length < 1 || utterance->text == NULL) {
+            continue;
+        }
+        if (utterance->mark_count == utterance->mark_capacity) {
+            const size_t capacity = utterance->mark_capacity == 0 ? 16 : utterance->mark_capacity * 2;
+            sluice_word_mark_t *grown = (sluice_word_mark_t *)realloc(utterance->marks, capacity * sizeof *grown);
+            if (grown == NULL) return false;
+            utterance->marks = grown;
+            utterance->mark_capacity = capacity;
+        }
+        const size_t start = byte_offset_of_character(utterance, (size_t)event->text_position - 1);
+        const size_t end = byte_offset_of_character(utterance, (size_t)event->text_position - 1 + (size_t)event->length);
+        sluice_word_mark_t *mark = &utterance->marks[utterance->mark_count++];
+        memset(mark, 0, sizeof *mark);
+        mark->text_start = (uint32_t)start;
+        mark->text_length = (uint32_t)(end - start);
+        mark->audio_offset = (uint64_t)(event->sample < 0 ? 0 : event->sample) * sizeof(short);
+    }
+    return true;
+}
+
 /* [synthesis thread, inside espeak_Synth] Copies a chunk into the ring, waiting for room;
  * returns 1 (abort the synthesis) when the instance is cancelled or destroyed. */
 static int on_samples(short *samples, int count, espeak_EVENT *events) {
-    (void)events;
     /* SAFETY: only the engine's holder calls espeak_Synth, and espeak-ng (synchronous mode)
      * calls back on that thread before espeak_Synth returns, so `engine_owner` is that
      * holder's instance, set before the call and cleared after it. */
     espeak_provider_t *self = engine_owner;
     if (self == NULL) return 1;
-    if (samples == NULL || count <= 0) return should_stop(self) ? 1 : 0; /* the closing call */
+    pthread_mutex_lock(&self->lock);
+    /* A chunk's word events come with it or before it: recorded before its samples are
+     * readable, so a mark is always takeable by the read that returns its first byte. */
+    if (events != NULL && self->pending != NULL && !record_word_events(self->pending, events)) {
+        pthread_mutex_unlock(&self->lock);
+        return 1; /* out of memory: abort this utterance rather than lose its timing */
+    }
+    if (samples == NULL || count <= 0) {
+        pthread_mutex_unlock(&self->lock);
+        return should_stop(self) ? 1 : 0; /* the closing call */
+    }
     const uint8_t *bytes = (const uint8_t *)samples;
     size_t left = (size_t)count * sizeof(short);
-    pthread_mutex_lock(&self->lock);
     while (left > 0) {
         if (should_stop(self)) {
             pthread_mutex_unlock(&self->lock);
@@ -542,6 +602,7 @@ static sluice_read_status_t take(espeak_provider_t *self, void *buffer, size_t c
         self->ring_start = (self->ring_start + size) % self->ring_capacity;
         self->ring_count -= size;
         self->consumed += size;
+        self->between_utterances = false;
         *written = size;
         pthread_cond_signal(&self->changed); /* room for a waiting synthesis */
         return SLUICE_READ_DATA;
@@ -553,7 +614,9 @@ static sluice_read_status_t take(espeak_provider_t *self, void *buffer, size_t c
     }
     self->oldest = utterance->next;
     if (self->newest == utterance) self->newest = NULL;
+    free(utterance->marks);
     free(utterance);
+    self->between_utterances = true;
     return SLUICE_READ_UTTERANCE_END;
 }
 
@@ -599,6 +662,7 @@ static void espeak_destroy(void *instance) {
     for (utterance_t *utterance = self->oldest; utterance != NULL;) {
         utterance_t *next = utterance->next;
         free(utterance->text);
+        free(utterance->marks);
         free(utterance);
         utterance = next;
     }
@@ -623,11 +687,29 @@ static uint32_t espeak_get_counters(void *instance, sluice_counter_t *counters, 
     return count;
 }
 
+/* Whole utterances only (espeak-ng synthesises a whole text per call), with word timing. */
+static uint32_t espeak_get_capabilities(void *instance) {
+    (void)instance;
+    return SLUICE_PROVIDER_WORD_TIMING;
+}
+
+/* [source-thread] The word marks of the utterance `read` is in, not taken yet. */
+static uint32_t espeak_take_word_marks(void *instance, sluice_word_mark_t *marks, uint32_t capacity) {
+    espeak_provider_t *self = (espeak_provider_t *)instance;
+    uint32_t taken = 0;
+    pthread_mutex_lock(&self->lock);
+    utterance_t *utterance = self->between_utterances ? NULL : self->oldest;
+    while (utterance != NULL && taken < capacity && utterance->marks_taken < utterance->mark_count) {
+        marks[taken++] = utterance->marks[utterance->marks_taken++];
+    }
+    pthread_mutex_unlock(&self->lock);
+    return taken;
+}
+
 static const sluice_provider_vtable_t espeak_vtable = {
-    espeak_get_format, espeak_begin_utterance, espeak_push_text, espeak_end_utterance, espeak_end_text,
-    espeak_read,       espeak_cancel,          espeak_destroy,   espeak_get_counters,
-    NULL, /* get_capabilities: whole utterances only; espeak-ng synthesises a whole text per call */
-    sizeof(sluice_provider_vtable_t),
+    espeak_get_format, espeak_begin_utterance, espeak_push_text,        espeak_end_utterance,
+    espeak_end_text,   espeak_read,            espeak_cancel,           espeak_destroy,
+    espeak_get_counters, espeak_get_capabilities, sizeof(sluice_provider_vtable_t), espeak_take_word_marks,
 };
 
 /* MARK: Factory */

@@ -77,6 +77,8 @@ public final class ServedGraph: Sendable {
                     events.emit("utterance-started", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
                 case .utteranceEnd(let id):
                     events.emit("utterance-ended", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
+                case .word(let span):
+                    if let text { events.emit("word", ["node": speaker, "utterance": Int(span.utterance.rawValue), "text": text]) }
                 default:
                     break
                 }
@@ -308,9 +310,11 @@ public final class ServedGraph: Sendable {
             let cut = ledger.cut(resumingAt: next)
             spoken[name] = ledger
             var fields: [String: any Sendable] = [
-                "node": name, "heard": cut.heard.joined(separator: " "), "unheard": cut.unheard, "granularity": "utterance",
+                "node": name, "heard": cut.heard.joined(separator: " "), "unheard": cut.unheard, "granularity": cut.granularity,
             ]
             if let partial = cut.partial { fields["partial"] = partial }
+            if let partialHeard = cut.partialHeard { fields["partial-heard"] = partialHeard }
+            if let partialWord = cut.partialWord { fields["partial-word"] = partialWord }
             events.emit("cancelled", fields)
             return .success(fields)
         }

@@ -314,7 +314,7 @@ func providerTakeWordMarks(
         for (index, mark) in taken.prefix(Int(capacity)).enumerated() {
             // SAFETY: the host's array holds `capacity` marks; `index` < `capacity`.
             marks[index] = sluice_word_mark_t(
-                size: UInt32(MemoryLayout<sluice_word_mark_t>.size), text_start: UInt32(clamping: mark.text.lowerBound),
+                text_start: UInt32(clamping: mark.text.lowerBound),
                 text_length: UInt32(clamping: mark.text.count), audio_offset: UInt64(mark.audioOffset))
         }
         return UInt32(min(taken.count, Int(capacity)))

@@ -50,6 +50,10 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     /// Whether the plugin speaks an utterance before its text is complete
     /// (SLUICE_PROVIDER_INCREMENTAL_TEXT).
     public let acceptsIncrementalText: Bool
+    /// Whether the plugin reports where each word's audio begins
+    /// (SLUICE_PROVIDER_WORD_TIMING with `take_word_marks`): `produce` then emits a `word`
+    /// marker at each.
+    public let reportsWordTiming: Bool
     /// The plugin's vtable in the host's layout (GrownStruct): functions its version lacks are NULL.
     private let vtable: sluice_provider_vtable_t
     private let cancelled = Atomic<Bool>(false)
@@ -107,6 +111,19 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     /// The current utterance outgrew `largestCachedUtterance`: nothing more of it is recorded,
     /// so an incomplete recording never becomes a cache entry.
     private var recordingAbandoned = false
+    /// Where the current utterance's audio began (its first byte's `position`).
+    private var utteranceStartPosition = 0
+    /// Word markers taken from the plugin whose audio has not been produced yet, in order.
+    private var pendingWords: [Marker] = []
+    /// `take_word_marks`' array, allocated once.
+    private var wordMarkBuffer = [sluice_word_mark_t](repeating: sluice_word_mark_t(), count: 16)
+
+    /// The most bytes one read asks for while words are timed: one call emits at most
+    /// `NodePorts.markerCapacity` markers, and no speech fits that many words into 4 KiB
+    /// (93 ms of 22.05 kHz S16 mono, 23 ms of 44.1 kHz stereo).
+    static let wordTimedReadLimit = 4_096
+    /// Word markers one call emits at most, leaving room for an utterance's start and span.
+    static let wordMarkersPerCall = NodePorts.markerCapacity - 4
 
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
@@ -129,7 +146,9 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         self.library = library
         typeName = name
         self.format = format
-        acceptsIncrementalText = (v.get_capabilities?(instance) ?? 0) & UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) != 0
+        let capabilities = v.get_capabilities?(instance) ?? 0
+        acceptsIncrementalText = capabilities & UInt32(SLUICE_PROVIDER_INCREMENTAL_TEXT) != 0
+        reportsWordTiming = capabilities & UInt32(SLUICE_PROVIDER_WORD_TIMING) != 0 && v.take_word_marks != nil
         textSide = Mutex(TextSide(instance: instance))
         readInstance = instance
         vtable = v
@@ -304,9 +323,11 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         }
         var written = 0
         var error = sluice_error_t()
-        // SAFETY: `base` addresses `room.count` writable bytes of the output edge for this
-        // call; the plugin writes at most `capacity` bytes and reports how many (checked below).
-        let status = vtable.read!(readInstance, base, room.count, &written, &error)
+        let capacity = reportsWordTiming ? min(room.count, Self.wordTimedReadLimit) : room.count
+        // SAFETY: `base` addresses `room.count` ≥ `capacity` writable bytes of the output edge
+        // for this call; the plugin writes at most `capacity` bytes and reports how many
+        // (checked below).
+        let status = vtable.read!(readInstance, base, capacity, &written, &error)
         // Interrupted during the read: what it returned belongs to the dropped text (and an
         // END or error is the cancelled instance's, not the stream's).
         if adoptInterrupt(&io) {
@@ -318,14 +339,15 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         }
         switch status {
         case sluice_read_status_t(SLUICE_READ_DATA):
-            guard written > 0, written <= room.count else {
+            guard written > 0, written <= capacity else {
                 return .failed(SourceFailure(
-                    code: "plugin-read", message: "'\(typeName)' reported \(written) bytes read into \(room.count) bytes of room"))
+                    code: "plugin-read", message: "'\(typeName)' reported \(written) bytes read into \(capacity) bytes of room"))
             }
             startUtteranceIfNeeded(planned, &io)
             record(UnsafeRawBufferPointer(start: base, count: written), planned)
             io.produce(written, output: 0)
             position += written
+            if reportsWordTiming { emitWords(planned, &io) }
             return .more
         case sluice_read_status_t(SLUICE_READ_UTTERANCE_END):
             startUtteranceIfNeeded(planned, &io)
@@ -391,9 +413,39 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         recording!.append(contentsOf: bytes)
     }
 
+    /// [source-thread] Takes the plugin's new word marks and emits the `word` markers whose
+    /// audio has now been produced; later ones wait in `pendingWords`. Spans are placed in
+    /// the whole text by the utterance's planned start; a mark behind the output (late, or
+    /// beyond one call's marker budget) is emitted where the output is.
+    private func emitWords(_ planned: PlannedUtterance?, _ io: inout ProcessIO) {
+        let id = UtteranceID(utterance)
+        let textStart = planned?.start ?? 0
+        while true {
+            let capacity = UInt32(wordMarkBuffer.count)
+            // SAFETY: the array holds `capacity` marks for the call; the plugin writes at most that many.
+            let taken = Int(vtable.take_word_marks!(readInstance, &wordMarkBuffer, capacity))
+            for mark in wordMarkBuffer.prefix(min(taken, wordMarkBuffer.count)) {
+                let start = textStart + Int(mark.text_start)
+                let span = TextSpan(
+                    utterance: id, start: Int32(clamping: start), end: Int32(clamping: start + Int(mark.text_length)))
+                let at = utteranceStartPosition + Int(clamping: mark.audio_offset)
+                pendingWords.append(Marker(position: max(at, pendingWords.last?.position ?? 0), event: .word(span)))
+            }
+            if taken < Int(capacity) { break }
+        }
+        var emitted = 0
+        while emitted < Self.wordMarkersPerCall, let next = pendingWords.first, next.position <= position {
+            io.emit(next.moved(to: max(next.position, utteranceStartPosition)), on: 0)
+            pendingWords.removeFirst()
+            emitted += 1
+        }
+    }
+
     private func startUtteranceIfNeeded(_ planned: PlannedUtterance?, _ io: inout ProcessIO) {
         guard !inUtterance else { return }
         let id = UtteranceID(utterance)
+        utteranceStartPosition = position
+        pendingWords.removeAll(keepingCapacity: true)
         io.emit(Marker(position: position, event: .utteranceStart(id)), on: 0)
         if let planned {
             io.emit(spanMarker(planned, id), on: 0)
@@ -418,6 +470,12 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         {
             io.emit(spanMarker(latest, id), on: 0)
         }
+        // Words held back by a call's marker budget still come before the end; words the
+        // audio never reached (marks past its end) are dropped.
+        for word in pendingWords.prefix(Self.wordMarkersPerCall) where word.position <= position {
+            io.emit(word.moved(to: max(word.position, utteranceStartPosition)), on: 0)
+        }
+        pendingWords.removeAll(keepingCapacity: true)
         io.emit(Marker(position: position, event: .utteranceEnd(id)), on: 0)
         inUtterance = false
         recording = nil

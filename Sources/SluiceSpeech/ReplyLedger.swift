@@ -13,6 +13,10 @@ public struct ReplyLedger: Sendable {
     private var texts: [Int: String] = [:]
     private var started: Set<Int> = []
     private var ended: Set<Int> = []
+    /// Where each started utterance's text begins in the source's text (its `textSpan`), and
+    /// the words of it heard to begin (from providers with word timing).
+    private var spanStarts: [Int: Int] = [:]
+    private var words: [Int: HeardWords] = [:]
     /// The first utterance a barge-in has not yet accounted for.
     private var pendingFrom = 0
     /// Cuts a reply streamed in pieces into sentences.
@@ -60,7 +64,17 @@ public struct ReplyLedger: Sendable {
         case .utteranceEnd(let id):
             ended.insert(Int(id.rawValue))
             return texts[Int(id.rawValue)]
-        default:
+        case .textSpan(let span):
+            let id = Int(span.utterance.rawValue)
+            if spanStarts[id] == nil { spanStarts[id] = Int(span.start) }
+            return nil
+        case .word(let span):
+            let id = Int(span.utterance.rawValue)
+            guard let start = spanStarts[id], let text = texts[id] else { return nil }
+            let range = Int(span.start) - start..<Int(span.end) - start
+            words[id, default: HeardWords()].begin(range)
+            return HeardWords.slice(text, range)
+        case .discontinuity, .endOfStream:
             return nil
         }
     }
@@ -71,14 +85,31 @@ public struct ReplyLedger: Sendable {
     /// Whether the listener has heard utterance `id` begin.
     public func hasHeardBegin(_ id: Int) -> Bool { started.contains(id) }
 
-    /// What a barge-in cut, to the utterance: what was heard since the last one.
+    /// What a barge-in cut: what was heard since the last one, to the word where the provider
+    /// reports word timing, else to the utterance.
     public struct Cut: Sendable, Hashable {
         /// Utterances heard to their end.
         public var heard: [String]
         /// The one cut off, if one was playing.
         public var partial: String?
+        /// Of `partial`, the words heard to their end (up to the word that was playing), when
+        /// the provider reports word timing; "" when it was cut during its first word.
+        public var partialHeard: String?
+        /// The word that was playing when it was cut, when the provider reports word timing.
+        public var partialWord: String?
         /// Utterances dropped before they began.
         public var unheard: Int
+
+        public init(heard: [String], partial: String? = nil, partialHeard: String? = nil, partialWord: String? = nil, unheard: Int) {
+            self.heard = heard
+            self.partial = partial
+            self.partialHeard = partialHeard
+            self.partialWord = partialWord
+            self.unheard = unheard
+        }
+
+        /// `word` when the cut knows the partial utterance's words, else `utterance`.
+        public var granularity: String { partialWord != nil ? "word" : "utterance" }
     }
 
     /// Accounts for a barge-in after which the source numbers its next utterance `next`.
@@ -90,6 +121,10 @@ public struct ReplyLedger: Sendable {
                 cut.heard.append(text)
             } else if started.contains(id) {
                 cut.partial = text
+                if let heardWords = words[id] {
+                    cut.partialHeard = heardWords.heard(of: text)
+                    cut.partialWord = heardWords.playing(of: text)
+                }
             } else {
                 cut.unheard += 1
             }
@@ -106,6 +141,37 @@ public struct ReplyLedger: Sendable {
         texts = texts.filter { $0.key >= oldest }
         started = started.filter { $0 >= oldest }
         ended = ended.filter { $0 >= oldest }
+        spanStarts = spanStarts.filter { $0.key >= oldest }
+        words = words.filter { $0.key >= oldest }
         pendingFrom = max(pendingFrom, oldest)
+    }
+}
+
+
+/// The words of one utterance heard to begin: the one playing (the latest begun) and where the
+/// ones before it end. A word is heard once the next one begins; the one playing when speech
+/// stops is the partial word.
+struct HeardWords: Sendable, Hashable {
+    /// UTF-8 byte ranges in the utterance's text.
+    private(set) var playing: Range<Int>?
+    private(set) var completedEnd = 0
+
+    mutating func begin(_ word: Range<Int>) {
+        if let playing { completedEnd = max(completedEnd, playing.upperBound) }
+        playing = word
+    }
+
+    /// The words heard to their end: the text up to the end of the last one.
+    func heard(of text: String) -> String { Self.slice(text, 0..<completedEnd) }
+
+    /// The word playing when speech stopped.
+    func playing(of text: String) -> String? { playing.map { Self.slice(text, $0) } }
+
+    /// The bytes `range` of `text`, clamped to it.
+    static func slice(_ text: String, _ range: Range<Int>) -> String {
+        let utf8 = Array(text.utf8)
+        let lower = min(max(range.lowerBound, 0), utf8.count)
+        let upper = min(max(range.upperBound, lower), utf8.count)
+        return String(decoding: utf8[lower..<upper], as: UTF8.self)
     }
 }

@@ -292,7 +292,8 @@ public final class SpeechController: Sendable {
     }
 
     private func makeResult(_ report: RunReport, _ shared: inout Shared) -> SpeechResult {
-        let (heard, utterances) = shared.tracker.heard(shared.feeder, rate: playback.sampleRate)
+        let (heard, utterances) = shared.tracker.heard(
+            shared.feeder, rate: playback.sampleRate, wordTiming: shared.feeder.source.reportsWordTiming)
         var firstAudioAfterText: Double?
         if let first = shared.firstTextWall, let played = playback.firstAudioWallTime {
             firstAudioAfterText = max(0, played - first)

@@ -19,22 +19,38 @@ public struct SpeechProgress: Sendable, Hashable {
     public var timeToFirstBuffer: Double?
 }
 
-/// Which part of the text was heard, from the text-span markers of the utterances played.
-/// Exact to the utterance: an utterance cut off midway is `interrupted`, not heard.
+/// Which part of the text was heard, from the markers of the audio played: exact to the word
+/// for providers that report word timing (an utterance cut off midway counts as heard up to
+/// the end of its last word heard whole), else exact to the utterance (one cut off midway is
+/// `interrupted`, not heard). `granularity` says which.
 public struct HeardText: Sendable, Hashable {
-    /// The text from its start to the end of the last utterance played to its end.
+    /// How exact `heard` is.
+    public enum Granularity: String, Sendable, Hashable, Codable {
+        case word, utterance
+    }
+
+    /// The text from its start to the end of the last word (or, by utterance, the last
+    /// utterance) played to its end.
     public var heard: String
     /// The utterance that was playing when speech stopped, when one was cut off.
     public var interrupted: String?
-    /// Everything after `heard` (the interrupted utterance included), whitespace trimmed at
-    /// the start: where a conversation resumes.
+    /// The word that was playing when speech stopped (word granularity only).
+    public var interruptedWord: String?
+    public var granularity: Granularity
+    /// Everything after `heard` (the interrupted word or utterance included), whitespace
+    /// trimmed at the start: where a conversation resumes.
     public var remainder: String
     /// Utterances played to their end.
     public var completedUtterances: Int
 
-    public init(heard: String = "", interrupted: String? = nil, remainder: String = "", completedUtterances: Int = 0) {
+    public init(
+        heard: String = "", interrupted: String? = nil, interruptedWord: String? = nil, granularity: Granularity = .utterance,
+        remainder: String = "", completedUtterances: Int = 0
+    ) {
         self.heard = heard
         self.interrupted = interrupted
+        self.interruptedWord = interruptedWord
+        self.granularity = granularity
         self.remainder = remainder
         self.completedUtterances = completedUtterances
     }
@@ -48,6 +64,17 @@ public struct PlayedUtterance: Sendable, Hashable, Codable {
     public var start: Double
     /// Nil when it was cut off.
     public var end: Double?
+    /// Its words that began to play, from providers with word timing (empty otherwise).
+    public var words: [PlayedWord] = []
+}
+
+/// One word as it played, from a provider's word timing.
+public struct PlayedWord: Sendable, Hashable, Codable {
+    public var text: String
+    /// UTF-8 byte range in the whole text.
+    public var textRange: Range<Int>
+    /// Seconds of played audio when it began.
+    public var start: Double
 }
 
 /// The figures at the end of a speech.

@@ -326,6 +326,13 @@ import Testing
             problems.append("partial: \(cancel.reply)")
         }
         if cancel.reply["unheard"] as? Int != 2 { problems.append("unheard: \(cancel.reply)") }
+        // To the word: what was heard of the cut sentence, then the word that was playing.
+        if cancel.reply["granularity"] as? String != "word" { problems.append("granularity: \(cancel.reply)") }
+        let partial = "Second sentence is a good deal longer than the first one."
+        let heardOfIt = cancel.reply["partial-heard"] as? String ?? "?"
+        let word = cancel.reply["partial-word"] as? String ?? ""
+        let wordFollows = partial.hasPrefix(heardOfIt) && partial.dropFirst(heardOfIt.count).drop(while: \.isWhitespace).hasPrefix(word)
+        if word.isEmpty || !wordFollows { problems.append("partial-heard, partial-word: \(cancel.reply)") }
         usleep(600_000)
         #expect(try served.ctl(["speak", "A new reply."]).status == 0)
         usleep(2_500_000)

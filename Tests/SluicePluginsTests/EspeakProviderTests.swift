@@ -316,6 +316,62 @@ import Testing
         #expect(voice.counters()["utterances-synthesised"] == 4)
     }
 
+    @Test("word timing: one mark per word, in order, its UTF-8 bytes in the utterance (accents and all) and where its audio begins")
+    func wordMarks() throws {
+        let voice = try RawEspeak()
+        #expect(voice.capabilities == UInt32(SLUICE_PROVIDER_WORD_TIMING))
+        let texts = ["Héllo wörld, naïve café.", "Second one."]
+        for text in texts { voice.say(text) }
+        voice.endText()
+        var marks: [[sluice_word_mark_t]] = [[]]
+        var lengths = [0]
+        var first: [Int16] = []
+        let deadline = Date().addingTimeInterval(60)
+        reading: while Date() < deadline {
+            switch voice.read() {
+            case .data(let bytes):
+                let before = lengths[lengths.count - 1]
+                lengths[lengths.count - 1] += bytes.count
+                if lengths.count == 1 {
+                    first += stride(from: 0, to: bytes.count - 1, by: 2).map { Int16(bitPattern: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8) }
+                }
+                let taken = voice.takeWordMarks()
+                // Takeable no later than the read that returns its first byte (earlier is allowed).
+                for mark in taken { #expect(mark.audio_offset >= UInt64(before), "a mark came after its audio") }
+                marks[marks.count - 1] += taken
+            case .utteranceEnd:
+                // The next utterance's marks wait for its first data.
+                #expect(voice.takeWordMarks().isEmpty)
+                marks.append([])
+                lengths.append(0)
+            case .end: break reading
+            case .wouldBlock: usleep(1_000)
+            case .error(let code, let message): throw RawEspeak.CreationFailed(code: code, message: message)
+            }
+        }
+        func words(_ text: String, _ marks: [sluice_word_mark_t]) -> [String] {
+            let utf8 = Array(text.utf8)
+            return marks.map { String(decoding: utf8[Int($0.text_start)..<Int($0.text_start + $0.text_length)], as: UTF8.self) }
+        }
+        #expect(words(texts[0], marks[0]) == ["Héllo", "wörld", "naïve", "café"])
+        #expect(words(texts[1], marks[1]) == ["Second", "one"])
+        for (index, utterance) in marks.prefix(2).enumerated() {
+            let offsets = utterance.map(\.audio_offset)
+            #expect(offsets.first == 0, "the first word begins with the utterance")
+            #expect(offsets == offsets.sorted() && Set(offsets).count == offsets.count, "\(offsets)")
+            #expect(offsets.allSatisfy { $0 % 2 == 0 && $0 < UInt64(lengths[index]) })
+        }
+        // The audio is where the marks say: the pause after "wörld," ends where "naïve" begins.
+        func level(_ range: Range<Int>) -> Double {
+            let window = first[max(0, range.lowerBound)..<min(first.count, range.upperBound)]
+            return (window.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(window.count, 1))).squareRoot()
+        }
+        let naive = Int(marks[0][2].audio_offset) / 2
+        let before = level(naive - 441..<naive)  // 20 ms
+        let after = level(naive..<naive + 2_205)  // 100 ms
+        #expect(before * 4 < after, "level before 'naïve' \(before), after \(after)")
+    }
+
     @Test("in a graph, each utterance's audio follows the one before, in order")
     func utterancesInGraph() throws {
         let (both, report) = try Self.render("", ["Hello.", Self.sentence])
@@ -560,6 +616,20 @@ final class RawEspeak: @unchecked Sendable {
     }
 
     func endText() { vtable.end_text!(instance) }
+
+    var capabilities: UInt32 { vtable.get_capabilities?(instance) ?? 0 }
+
+    /// The word marks `take_word_marks` hands out now, taken 3 at a time (so the "call again
+    /// while it returns capacity" path is walked).
+    func takeWordMarks() -> [sluice_word_mark_t] {
+        var all: [sluice_word_mark_t] = []
+        var buffer = [sluice_word_mark_t](repeating: sluice_word_mark_t(), count: 3)
+        while true {
+            let count = Int(vtable.take_word_marks!(instance, &buffer, 3))
+            all += buffer.prefix(count)
+            if count < 3 { return all }
+        }
+    }
 
     func cancel() { vtable.cancel!(instance) }
 

@@ -158,11 +158,15 @@ public protocol TextDrivenSource: SourceNode {
     /// [source-thread] Whether every utterance received so far has been spoken to its end and no
     /// more text waits: the stream pauses here until more text comes. False by default.
     var hasSpokenAllText: Bool { get }
+    /// [any-thread] Whether the source marks where each word's audio begins (`word` markers),
+    /// so what was heard is known to the word. False by default.
+    var reportsWordTiming: Bool { get }
 }
 
 extension TextDrivenSource {
     public func receive(text: String, at offset: Int) { receive(text: text) }
     public var hasSpokenAllText: Bool { false }
+    public var reportsWordTiming: Bool { false }
     public func interrupt() -> UtteranceID? { interrupt(changing: [:]) }
     public func interrupt(changing parameters: [String: ParameterValue]) -> UtteranceID? { nil }
 }

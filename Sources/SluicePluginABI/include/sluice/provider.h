@@ -40,10 +40,10 @@ enum {
     SLUICE_READ_ERROR = -1
 };
 
-/* Where a word's audio begins (`take_word_marks`). */
+/* Where a word's audio begins (`take_word_marks`). Its layout is fixed (the plugin fills an
+ * array the host allocated, so both must agree on the stride): a mark that needs more will
+ * come with a new function. */
 typedef struct sluice_word_mark {
-    /* sizeof(sluice_word_mark_t) as the plugin was built (common.h, "Growing the ABI"). */
-    uint32_t size;
     /* The word: bytes `text_start` … `text_start + text_length` (UTF-8, end exclusive) of
      * the current utterance's text, counted from the first byte pushed to it. */
     uint32_t text_start;
