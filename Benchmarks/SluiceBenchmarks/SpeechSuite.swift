@@ -36,6 +36,14 @@ enum SpeechSuite {
         Rivers are older than the roads that follow them. They carve the valleys first, and \
         people settle where the water allows. Later come the bridges, then the towns.
         """
+    /// A reply whose first sentence has a clause, for the early-start figures: the first
+    /// clause ("When the river rises in spring,", 31 characters) is complete long before the
+    /// sentence is.
+    static let clauseParagraph = """
+        When the river rises in spring, the valley floods and the roads close. People wait on \
+        the hills, and the water slowly falls.
+        """
+    static let firstClause = "When the river rises in spring,"
     /// The standard graph's espeak node (SpeechGraph.standardYAML): voice en, rate 175.
     static let espeakCommand = ["espeak-ng", "-v", "en", "-s", "175", "--stdout"]
     /// Playback strategies, one figure each: the standard graph's own, then `stream`.
@@ -88,6 +96,7 @@ enum SpeechSuite {
             cold.append(coldRun.firstAudio * 1_000)
             startup.append(espeakStartup() * 1_000)
         }
+        runEarlyStart(sluice: sluice, server: server, ear: ear, folder: folder, runs: runs, extra: [])
         note("espeak-ng (ms): synthesis alone \(JackSuite.formattedList(synthesis)), with start-up \(JackSuite.formattedList(cold)), start-up alone \(JackSuite.formattedList(startup))")
 
         for strategy in strategies {
@@ -128,6 +137,54 @@ enum SpeechSuite {
         }
     }
 
+    // MARK: Before the sentence ends
+
+    /// One way of speaking `clauseParagraph`: `sluice speak -` with these arguments.
+    struct EarlyVariant {
+        var name: String
+        var arguments: [String]
+        var environment: [String: String] = [:]
+        var firstUtterance: String
+    }
+
+    /// First audio from the first token, fed at 30 tokens/s, for each variant, against today's
+    /// sentence at a time (espeak with `--first-clause 0`). Goal: the first audio plays before
+    /// the first sentence is complete.
+    static func runEarlyStart(sluice: String, server: BenchServer, ear: Ear, folder: String, runs: Int, extra: [EarlyVariant]) {
+        let text = Paragraph(clauseParagraph)
+        let variants = [
+            EarlyVariant(name: "espeak sentence", arguments: ["--first-clause", "0"], firstUtterance: text.firstSentence),
+            EarlyVariant(name: "espeak early-clause", arguments: [], firstUtterance: firstClause),
+        ] + extra
+        var results: [String: [SpeakRun]] = [:]
+        for run in 1...runs {
+            let phase = (Double(run) - 0.5) / Double(runs)
+            for variant in variants {
+                let output = "\(folder)/early-\(variant.name.replacingOccurrences(of: " ", with: "-"))-\(run).json"
+                results[variant.name, default: []].append(speak(
+                    sluice: sluice, server: server, ear: ear, strategy: "auto", text: text, phase: phase, output: output,
+                    extraArguments: variant.arguments, environment: variant.environment, firstUtterance: variant.firstUtterance))
+            }
+        }
+        let reference = median(results["espeak sentence"]!.map { $0.firstAudioAfterText * 1_000 })
+        for variant in variants {
+            let series = results[variant.name]!
+            let ttfa = series.map { $0.firstAudioAfterText * 1_000 }
+            let arrival = series.map { $0.sentenceArrival * 1_000 }
+            note("\(variant.name) (ms): first audio from the first token \(JackSuite.formattedList(ttfa)), first sentence complete at \(JackSuite.formattedList(arrival)), underruns \(series.map { Int($0.underruns) })")
+            Figure(
+                bench: "speech", metric: "first-audio-from-first-token \(variant.name)", sluice: median(ttfa),
+                reference: reference, unit: "ms (lower is better)",
+                referenceName: "espeak, the first sentence whole (--first-clause 0)", runs: runs,
+                goal: "first audio before the first sentence is complete", goalMet: median(ttfa) < median(arrival),
+                extras: [
+                    ("sentence_complete", median(arrival)), ("ttfa_min", ttfa.min()!), ("ttfa_max", ttfa.max()!),
+                    ("underruns", series.map(\.underruns).max()!),
+                ]
+            ).emit()
+        }
+    }
+
     // MARK: The paragraph as tokens
 
     /// The paragraph cut the way a language model streams text, and where its first sentence
@@ -137,6 +194,8 @@ enum SpeechSuite {
         /// (" roa", "ds"): about the size of a BPE token, and a sentence's final `.` always
         /// ends a piece, so the space after it starts the next one.
         let tokens: [String]
+        /// The whole text.
+        let text: String
         /// The first sentence, as the chunker releases it.
         let firstSentence: String
         /// The index of the token that completes the first sentence for the chunker: the one
@@ -168,6 +227,7 @@ enum SpeechSuite {
             guard let releasing, tokens[releasing].first == " " else { fail("cannot find the token after the first sentence") }
             self.tokens = tokens
             self.releasing = releasing
+            self.text = text
         }
     }
 
@@ -193,7 +253,8 @@ enum SpeechSuite {
 
     /// One run; `phase` (0..<1) is where in a JACK period the releasing token is written.
     static func speak(
-        sluice: String, server: BenchServer, ear: Ear, strategy: String, text: Paragraph, phase: Double, output: String
+        sluice: String, server: BenchServer, ear: Ear, strategy: String, text: Paragraph, phase: Double, output: String,
+        extraArguments: [String] = [], environment: [String: String] = [:], firstUtterance: String? = nil
     ) -> SpeakRun {
         // The previous client must be gone from the ear, or its connection would look like
         // this one's.
@@ -202,9 +263,9 @@ enum SpeechSuite {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { fail("pipe: \(String(cString: strerror(errno)))") }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        var arguments = [sluice, "speak", "-", "--server", server.name, "--no-cache", "--stats", "json"]
+        var arguments = [sluice, "speak", "-", "--server", server.name, "--no-cache", "--stats", "json"] + extraArguments
         if strategy != "auto" { arguments += ["--strategy", strategy] }  // auto is the standard graph's own
-        let child = ChildProcess.start(arguments, streams: .init(input: ends[0], outputPath: output))
+        let child = ChildProcess.start(arguments, streams: .init(input: ends[0], outputPath: output), environment: environment)
         close(ends[0])
         // jack.sink connects its ports once the client is active; `sluice speak` starts
         // reading standard input right after.
@@ -237,10 +298,11 @@ enum SpeechSuite {
         else { fail("\(output) has no speech.firstAudioAfterText, watermarkSeconds or pipelineLatency") }
         // Checked work: the whole paragraph was spoken, the first sentence on its own.
         let spoken = speech["heard"] as? String
-        guard spoken == paragraph else { fail("\(output): heard \(jsonString(spoken ?? "nothing")), not the paragraph") }
+        guard spoken == text.text else { fail("\(output): heard \(jsonString(spoken ?? "nothing")), not the paragraph") }
         let utterances = speech["utterances"] as? [[String: Any]]
-        guard utterances?.first?["text"] as? String == text.firstSentence else {
-            fail("\(output): the first utterance is not \(jsonString(text.firstSentence))")
+        let first = firstUtterance ?? text.firstSentence
+        guard utterances?.first?["text"] as? String == first else {
+            fail("\(output): the first utterance is not \(jsonString(first))")
         }
         return SpeakRun(
             firstAudioAfterText: firstAudio, sentenceArrival: fed.released - fed.first,

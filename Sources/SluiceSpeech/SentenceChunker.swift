@@ -29,6 +29,13 @@ public struct SentenceChunker: Sendable {
     public let maximumLength: Int
     /// A clause cut leaves at least this many characters in the piece it ends.
     public let minimumClauseLength: Int
+    /// Early first clause: the first utterance of a text (until `finish()`) ends at its first
+    /// clause boundary (`,` `;` `:` `—` `–` then whitespace) with at least this many
+    /// characters before it, and is released without waiting for the sentence's end (the
+    /// whole text at once is cut the same way); nil keeps the first sentence whole.
+    /// For providers that need whole utterances, this starts speech sooner when text arrives
+    /// at a language model's pace (`scripts/bench speech` measures it).
+    public var earlyFirstClause: Int?
 
     /// Text not yet part of a complete utterance.
     private var pending: [Character] = []
@@ -36,11 +43,19 @@ public struct SentenceChunker: Sendable {
     private var offset = 0
     /// Where scanning resumes: everything before it in `pending` holds no sentence end.
     private var scanned = 0
+    /// An utterance was released since the text began (or since `finish()`).
+    private var releasedAny = false
 
-    public init(maximumLength: Int = 200, minimumClauseLength: Int = 40) {
+    /// The early first clause's default minimum, in characters: chosen from `scripts/bench
+    /// speech`'s figures (docs/benchmarks.md).
+    public static let defaultEarlyFirstClause = 24
+
+    public init(maximumLength: Int = 200, minimumClauseLength: Int = 40, earlyFirstClause: Int? = defaultEarlyFirstClause) {
         precondition(maximumLength > minimumClauseLength && minimumClauseLength > 0, "clause lengths out of order")
+        precondition((earlyFirstClause ?? 1) > 0, "the early first clause needs a positive minimum")
         self.maximumLength = maximumLength
         self.minimumClauseLength = minimumClauseLength
+        self.earlyFirstClause = earlyFirstClause
     }
 
     /// The text buffered but not yet released.
@@ -58,7 +73,8 @@ public struct SentenceChunker: Sendable {
 
     /// The text is complete: returns the utterances still held (the last may lack an ending).
     public mutating func finish() -> [Utterance] {
-        cut(final: true)
+        defer { releasedAny = false }
+        return cut(final: true)
     }
 
     // MARK: Cutting
@@ -71,6 +87,12 @@ public struct SentenceChunker: Sendable {
             // is cut exactly as the whole text is.
             let end = sentenceEnd(final: final)
             let extent = end ?? pending.count
+            // The early first clause is cut wherever the sentence's end is (known yet or
+            // not), so streamed text is cut exactly as the whole text is here too.
+            if !releasedAny, let minimum = earlyFirstClause, let clause = firstClauseEnd(minimum: minimum), clause < extent {
+                emit(upTo: clause, into: &utterances)
+                continue
+            }
             if extent > maximumLength, let clause = clauseEnd(extent: extent) {
                 emit(upTo: clause, into: &utterances)
                 continue
@@ -92,6 +114,7 @@ public struct SentenceChunker: Sendable {
         while last > first && pending[last - 1].isWhitespace { last -= 1 }
         if first < last {
             utterances.append(Utterance(text: String(pending[first..<last]), range: (offset + first)..<(offset + last)))
+            releasedAny = true
         }
         pending.removeFirst(end)
         offset += end
@@ -175,6 +198,19 @@ public struct SentenceChunker: Sendable {
         if word.count == 1 && word.first!.isLetter && word.first!.isUppercase { return true }
         if word.contains(".") && word.allSatisfy({ $0.isLetter || $0 == "." }) { return true }
         return Self.abbreviations.contains(word.lowercased())
+    }
+
+    /// The index just past the first clause boundary (punctuation, then whitespace) that
+    /// leaves at least `minimum` non-blank characters before it, or nil.
+    private func firstClauseEnd(minimum: Int) -> Int? {
+        var characters = 0
+        for index in pending.indices.dropLast() {
+            if characters > 0 || !pending[index].isWhitespace { characters += 1 }
+            if characters >= minimum, Self.clausePunctuation.contains(pending[index]), pending[index + 1].isWhitespace {
+                return index + 1
+            }
+        }
+        return nil
     }
 
     /// The index just past the last clause boundary within the first `maximumLength`

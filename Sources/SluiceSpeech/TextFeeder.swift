@@ -34,6 +34,9 @@ struct TextFeeder {
         self.chunker = chunker
         if let incremental = source as? any IncrementalTextSource, incremental.acceptsIncrementalText {
             self.incremental = incremental
+            // A source that starts speaking before the sentence ends gains nothing from an
+            // early clause, and would lose the sentence's prosody across the cut.
+            self.chunker.earlyFirstClause = nil
         } else {
             incremental = nil
         }

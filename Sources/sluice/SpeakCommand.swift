@@ -50,6 +50,13 @@ struct SpeakCommand: ParsableCommand {
     @Flag(name: .customLong("no-cache"), help: "Do not use the synthesis cache ($XDG_CACHE_HOME/sluice).")
     var noCache = false
 
+    @Option(
+        name: .customLong("first-clause"),
+        help: ArgumentHelp(
+            "Speak the first sentence's first clause (at a comma, semicolon, colon or dash) on its own once it has this many characters, so speech starts sooner; 0 keeps the first sentence whole (default \(SentenceChunker.defaultEarlyFirstClause); providers taking text piece by piece never need it).",
+            valueName: "characters"))
+    var firstClause: Int?
+
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
@@ -65,6 +72,7 @@ struct SpeakCommand: ParsableCommand {
     func validate() throws {
         if let watermark, !(0...60).contains(watermark) { throw ValidationError("--watermark must be 0…60 seconds") }
         if let maxBuffered, !(0.05...600).contains(maxBuffered) { throw ValidationError("--max-buffered must be 0.05…600 seconds") }
+        if let firstClause, !(0...10_000).contains(firstClause) { throw ValidationError("--first-clause must be 0…10000 characters") }
         if watermark != nil, let strategy, strategy != .buffered {
             throw ValidationError("--watermark sets the buffered strategy's watermark; it does not apply to --strategy \(strategy.rawValue)")
         }
@@ -90,6 +98,7 @@ struct SpeakCommand: ParsableCommand {
         case nil: configuration.strategy = watermark.map { .buffered(seconds: $0) }
         }
         configuration.maxBuffered = maxBuffered
+        if let firstClause { configuration.chunker.earlyFirstClause = firstClause == 0 ? nil : firstClause }
         configuration.trustGraphFolder = plugins.trustGraphFolder
         configuration.output = out.map { .file(path: $0) } ?? .jack(server: server)
         if !noCache {

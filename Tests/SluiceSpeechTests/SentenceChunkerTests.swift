@@ -21,6 +21,28 @@ import Testing
         chunks(text, pieces: size, maximumLength: maximumLength).map(\.text)
     }
 
+    @Test("early first clause: the first sentence is released at its first clause of 24 characters or more, before its end arrives")
+    func earlyFirstClause() {
+        var chunker = SentenceChunker()
+        #expect(chunker.earlyFirstClause == SentenceChunker.defaultEarlyFirstClause)
+        // Too short before the comma: no cut there; the next comma is far enough.
+        #expect(chunker.append("Yes, rivers are older than roads,").isEmpty, "the comma's space has not arrived")
+        #expect(chunker.append(" and").map(\.text) == ["Yes, rivers are older than roads,"])
+        // Only the first: the rest of the text is cut at sentences as before.
+        #expect(chunker.append(" they carve valleys first, and people settle. Later, bridges. ").map(\.text)
+            == ["and they carve valleys first, and people settle.", "Later, bridges."])
+        #expect(chunker.finish().isEmpty)
+        // A new text (after finish) has a first clause again.
+        #expect(chunker.append("The second reply starts here, and goes on. ").map(\.text)
+            == ["The second reply starts here,", "and goes on."])
+        // Off: the first sentence stays whole.
+        var whole = SentenceChunker(earlyFirstClause: nil)
+        #expect(whole.append("The second reply starts here, and goes on. ").map(\.text) == ["The second reply starts here, and goes on."])
+        // A first sentence that ends before any long enough clause is not cut.
+        #expect(Self.texts("Short, and done. Then, later, more text follows here.")
+            == ["Short, and done.", "Then, later, more text follows here."])
+    }
+
     @Test("sentences end at . ! ? followed by space, closing quotes included")
     func sentences() {
         #expect(Self.texts("Hello there. How are you? I'm fine! \"Really?\" she asked.") == [
