@@ -3,10 +3,11 @@ import SluicePluginKit
 /// The audio a provider holds between the network and the host's `read`: a bounded FIFO of
 /// bytes with utterance boundaries, then the stream's end or failure. Not thread-safe: the
 /// provider keeps it behind a `Mutex` (the transfer thread writes, the host's worker reads).
-struct BufferedAudio {
+/// Shared by the HTTP engine and the WebSocket one (SluiceWebSocketProvider).
+public struct BufferedAudio: Sendable {
     private var storage: [UInt8]
     private var head = 0
-    private(set) var count = 0
+    public private(set) var count = 0
     /// Bytes ever written and read: boundaries are positions in the written stream.
     private var writtenTotal = 0
     private var readTotal = 0
@@ -18,17 +19,17 @@ struct BufferedAudio {
     /// The stream's failure, returned once the bytes before it are read.
     private var failure: PluginError?
     private var cancelled = false
-    private(set) var peak = 0
+    public private(set) var peak = 0
 
-    init(capacity: Int) {
+    public init(capacity: Int) {
         storage = [UInt8](repeating: 0, count: capacity)
     }
 
-    var capacity: Int { storage.count }
-    var room: Int { storage.count - count }
+    public var capacity: Int { storage.count }
+    public var room: Int { storage.count - count }
 
     /// [transfer] Appends all of `bytes`, or nothing when they do not fit.
-    mutating func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    public mutating func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count <= room else { return false }
         var tail = (head + count) % storage.count
         var offset = 0
@@ -49,23 +50,23 @@ struct BufferedAudio {
     }
 
     /// [transfer] The current utterance's audio is complete.
-    mutating func endUtterance() {
+    public mutating func endUtterance() {
         boundaries.append(writtenTotal)
     }
 
     /// [transfer] No more audio: `read` ends once everything is read.
-    mutating func finish() { finished = true }
+    public mutating func finish() { finished = true }
 
     /// [transfer] The stream failed: `read` reports `error` once the audio before it is read.
-    mutating func fail(_ error: PluginError) {
+    public mutating func fail(_ error: PluginError) {
         if failure == nil { failure = error }
     }
 
     /// [any-thread] Everything still held is dropped: `read` ends.
-    mutating func cancel() { cancelled = true }
+    public mutating func cancel() { cancelled = true }
 
     /// [audio-thread] The next piece of the stream, as the provider ABI's `read` returns it.
-    mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+    public mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         if cancelled { return .end }
         let boundary = nextBoundary < boundaries.count ? boundaries[nextBoundary] : Int.max
         if boundary == readTotal {

@@ -58,7 +58,8 @@ public struct HTTPOptions: Sendable, Hashable {
 }
 
 extension PCMFormat {
-    var frameBytes: Int {
+    /// Bytes of one frame (a sample of every channel).
+    public var frameBytes: Int {
         let sample =
             switch sampleFormat {
             case .s16le: 2

@@ -41,7 +41,8 @@ extension HTTPRequest {
     /// (or `user:password@`) can carry a key.
     public var displayURL: String { HTTPRequest.display(url) }
 
-    static func display(_ url: String) -> String {
+    /// `url` without its query or credentials (see `displayURL`).
+    public static func display(_ url: String) -> String {
         var shown = url
         if let query = shown.firstIndex(where: { $0 == "?" || $0 == "#" }) { shown = String(shown[..<query]) }
         if let scheme = shown.range(of: "://"), let at = shown[scheme.upperBound...].firstIndex(of: "@"),

@@ -65,7 +65,7 @@ public enum HTTPErrors {
     }
 
     /// The body as one line when it is short printable text, else nil.
-    static func shortText(_ body: [UInt8]) -> String? {
+    public static func shortText(_ body: [UInt8]) -> String? {
         guard !body.isEmpty, body.count <= 400 else { return nil }
         let text = String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline).joined(separator: " ")
         guard text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0 != "\u{FFFD}" }) else { return nil }
@@ -74,7 +74,8 @@ public enum HTTPErrors {
 }
 
 extension String {
-    var trimmingWhitespace: String {
+    /// The string without leading and trailing whitespace.
+    public var trimmingWhitespace: String {
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
