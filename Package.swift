@@ -88,6 +88,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // The WebSocket client of `elevenlabs`' stream-input transport (WSClient, on SwiftNIO).
+        // Up to the next minor only: the provider runs WSCore's WebSocketHandler through its
+        // `WSInternal` SPI (SluiceWebSocketProvider/StreamInputChannel.swift says why), which a
+        // minor release may change.
+        .package(url: "https://github.com/hummingbird-project/swift-websocket", .upToNextMinor(from: "1.6.2")),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // MARK: System-library shims
@@ -151,7 +159,25 @@ let package = Package(
         // The engine the HTTP providers share: a request per utterance through libcurl, a
         // bounded buffer with pause/resume backpressure, retries, typed errors.
         .target(name: "SluiceHTTPProvider", dependencies: ["SluicePluginKit", "CCurl"]),
-        swiftPlugin("SluiceElevenLabs", path: "Plugins/elevenlabs", dependencies: ["SluiceHTTPProvider"]),
+        // The engine of providers that stream text in and audio out over one WebSocket
+        // (ElevenLabs' stream-input): the connection (WSClient over SwiftNIO, TLS verified),
+        // the bounded buffer shared with the HTTP engine, utterance boundaries and word marks
+        // from the server's alignment, typed errors.
+        .target(
+            name: "SluiceWebSocketProvider",
+            dependencies: [
+                "SluicePluginKit", "SluiceHTTPProvider",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "WSCore", package: "swift-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        swiftPlugin("SluiceElevenLabs", path: "Plugins/elevenlabs", dependencies: ["SluiceHTTPProvider", "SluiceWebSocketProvider"]),
         swiftPlugin("SluiceOpenAI", path: "Plugins/openai", dependencies: ["SluiceHTTPProvider"]),
         swiftPlugin("SluiceHTTPPCM", path: "Plugins/http-pcm", dependencies: ["SluiceHTTPProvider"]),
         .target(

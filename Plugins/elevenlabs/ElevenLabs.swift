@@ -1,15 +1,25 @@
-// The `elevenlabs` provider: ElevenLabs' streaming text-to-speech endpoint
-// (POST /v1/text-to-speech/{voice_id}/stream) returning raw PCM. docs/providers/elevenlabs.md.
+// The `elevenlabs` provider: ElevenLabs' text-to-speech as raw PCM, over the stream-input
+// WebSocket (text in as it arrives, audio and alignment out; ElevenLabsStreamInput.swift) or
+// the HTTP streaming endpoint (POST /v1/text-to-speech/{voice_id}/stream, one request per
+// utterance). docs/providers/elevenlabs.md.
 import SluiceHTTPProvider
 import SluicePluginABI
 import SluicePluginKit
+import SluiceWebSocketProvider
 
 @c(sluice_plugin_entry)
 public func sluicePluginEntry() -> UnsafePointer<sluice_plugin_entry_t>? {
     SluicePlugin.entry {
         [
-            .provider(ElevenLabs.description, make: { parameters throws(PluginError) in
-                try HTTPSpeechProvider(service: ElevenLabs(parameters), options: HTTPOptions(parameters))
+            .provider(ElevenLabs.description, make: { parameters throws(PluginError) -> any Provider in
+                let service = try ElevenLabs(parameters)
+                switch parameters.string("transport") ?? "websocket" {
+                case "http":
+                    return try HTTPSpeechProvider(service: service, options: HTTPOptions(parameters))
+                default:
+                    return try WebSocketSpeechProvider(
+                        service: try ElevenLabsStreamInput(service, parameters), options: HTTPOptions(parameters))
+                }
             })
         ]
     }
@@ -23,6 +33,8 @@ struct ElevenLabs: HTTPSpeechService {
         summary: "Speech from ElevenLabs' streaming text-to-speech API, as raw PCM (key from ELEVENLABS_API_KEY).",
         outputs: [Port("out", .bytes, summary: "S16LE mono at the output-format's rate")],
         parameters: [
+            Parameter("transport", .choice(["websocket", "http"]), default: .string("websocket"),
+                      summary: "websocket: text streams in as it arrives and speech starts before a sentence ends (stream-input); http: one request per whole utterance."),
             Parameter("voice", .string, default: .string("21m00Tcm4TlvDq8ikWAM"), summary: "The voice id (GET /v1/voices lists yours)."),
             Parameter("model", .string, default: .string("eleven_flash_v2_5"), summary: "The model_id."),
             Parameter("output-format", .choice(outputFormats), default: .string("pcm_24000"),
@@ -32,7 +44,9 @@ struct ElevenLabs: HTTPSpeechService {
             Parameter("style", .number(0...1), default: nil, summary: "voice_settings.style."),
             Parameter("speaker-boost", .boolean, default: nil, summary: "voice_settings.use_speaker_boost."),
             Parameter("quota-check", .boolean, default: .boolean(false),
-                      summary: "Before each request, ask GET /v1/user/subscription and refuse text beyond the characters left."),
+                      summary: "Before each request, ask GET /v1/user/subscription and refuse text beyond the characters left (transport: http only)."),
+            Parameter("chunk-length-schedule", .string, default: .string(ElevenLabsStreamInput.defaultSchedule),
+                      summary: "websocket: characters the service buffers before each successive generation, comma-separated, each 50 – 500."),
             Parameter("base-url", .string, default: nil,
                       summary: "The API's address (default $ELEVENLABS_BASE_URL, else https://api.elevenlabs.io); the key goes only to a host you trust (docs/providers/secrets.md)."),
             Parameter("key-env", .string, default: .string("ELEVENLABS_API_KEY"),
@@ -83,15 +97,21 @@ struct ElevenLabs: HTTPSpeechService {
 
     var secrets: [String] { [key] }
 
-    private var keyHeader: HTTPHeader { HTTPHeader("xi-api-key", key) }
+    var keyHeader: HTTPHeader { HTTPHeader("xi-api-key", key) }
 
-    func request(for text: String) throws(PluginError) -> HTTPRequest {
-        var body: [String: Any] = ["text": text, "model_id": model]
+    /// `voice_settings` with only the settings the graph gives.
+    var voiceSettings: [String: Any] {
         var settings: [String: Any] = [:]
         if let stability { settings["stability"] = stability }
         if let similarityBoost { settings["similarity_boost"] = similarityBoost }
         if let style { settings["style"] = style }
         if let speakerBoost { settings["use_speaker_boost"] = speakerBoost }
+        return settings
+    }
+
+    func request(for text: String) throws(PluginError) -> HTTPRequest {
+        var body: [String: Any] = ["text": text, "model_id": model]
+        let settings = voiceSettings
         if !settings.isEmpty { body["voice_settings"] = settings }
         return HTTPRequest(
             method: "POST",
