@@ -248,6 +248,17 @@ let package = Package(
             path: "Tests/Support/SluiceTestSupport"
         ),
         .target(name: "HTTPTestSupport", path: "Tests/Support/HTTPTestSupport"),
+        // A loopback server speaking ElevenLabs' stream-input protocol, on NIOWebSocket.
+        .target(
+            name: "WebSocketTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "Tests/Support/WebSocketTestSupport"
+        ),
         .target(
             name: "TestPluginWrongABI", dependencies: ["SluicePluginABI"], path: "Tests/Plugins/wrong-abi",
             publicHeadersPath: "."
@@ -307,6 +318,13 @@ let package = Package(
             dependencies: [
                 "SluiceHTTPProvider", "SluicePlugins", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio",
                 "SluiceTestSupport", "HTTPTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "SluiceWebSocketProviderTests",
+            dependencies: [
+                "SluiceWebSocketProvider", "SluicePlugins", "SluicePluginABI", "SluiceGraph", "SluiceNodes", "SluiceConfig",
+                "SluiceAudio", "SluiceSpeech", "SluiceTestSupport", "WebSocketTestSupport",
             ]
         ),
         .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),

@@ -22,7 +22,7 @@ import Testing
         try folder.write("""
             name: exit-status
             nodes:
-              voice: { type: elevenlabs, base-url: "\(server.baseURL)", key-env: \(keyVariable), voice: v, retries: 1, retry-delay: 0.01, stall-timeout: 0.3 }
+              voice: { type: elevenlabs, transport: http, base-url: "\(server.baseURL)", key-env: \(keyVariable), voice: v, retries: 1, retry-delay: 0.01, stall-timeout: 0.3 }
               align: { type: aligner }
               fade:  { type: fader, length: 256 }
               out:   { type: null.sink, rate: 24000, channels: 1 }

@@ -16,7 +16,7 @@ import Testing
     static func speech(_ text: String) -> [UInt8] { Providers.pcm(frames: 4_410, seed: text.utf8.count) }
 
     static func voice(_ server: HTTPTestServer, keyEnv: String, _ extra: String = "") -> String {
-        "type: elevenlabs, base-url: \"\(server.baseURL)\", key-env: \(keyEnv), voice: voice-7, retry-delay: 0.01"
+        "type: elevenlabs, transport: http, base-url: \"\(server.baseURL)\", key-env: \(keyEnv), voice: voice-7, retry-delay: 0.01"
             + (extra.isEmpty ? "" : ", " + extra)
     }
 
@@ -132,7 +132,7 @@ import Testing
     @Test("a missing key is refused when the graph is compiled, naming the variable")
     func missingKey() throws {
         #expect {
-            _ = try Providers.graph(plugin: "elevenlabs", voice: "type: elevenlabs, key-env: SLUICE_TEST_EL_UNSET", rate: 24_000)
+            _ = try Providers.graph(plugin: "elevenlabs", voice: "type: elevenlabs, transport: http, key-env: SLUICE_TEST_EL_UNSET", rate: 24_000)
         } throws: { error in
             "\(error)".contains("set SLUICE_TEST_EL_UNSET") && "\(error)".contains("voice")
         }
@@ -148,7 +148,7 @@ import Testing
         try """
             name: speak
             nodes:
-              voice: { type: elevenlabs, base-url: "\(server.baseURL)", key-env: SLUICE_TEST_EL_KEY_6 }
+              voice: { type: elevenlabs, transport: http, base-url: "\(server.baseURL)", key-env: SLUICE_TEST_EL_KEY_6 }
               align: { type: aligner }
               out:   { type: wav.sink, path: out.wav, rate: 24000 }
             links:

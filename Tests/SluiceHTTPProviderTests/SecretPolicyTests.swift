@@ -53,12 +53,14 @@ import Testing
         for secret in Self.key.values { #expect(!outcome.standardError.contains(secret)) }
     }
 
+    // `transport: http`: the WebSocket transport connects when the node is made, and these
+    // hosts are not to be reached from a test.
     @Test("what the user configures outside the graph is trusted: the documented host, the base-URL variable, SLUICE_TRUSTED_HOSTS, loopback", arguments: [
-        ("type: elevenlabs", [String: String]()),
-        ("type: elevenlabs, base-url: \"https://api.elevenlabs.io/\"", [:]),
-        ("type: elevenlabs, base-url: \"https://eu.example\"", ["ELEVENLABS_BASE_URL": "https://eu.example"]),
-        ("type: elevenlabs", ["ELEVENLABS_BASE_URL": "https://eu.example"]),
-        ("type: elevenlabs, key-env: SLUICE_TEST_SECRET, base-url: \"https://proxy.example:8443\"", ["SLUICE_TRUSTED_HOSTS": "other.example, proxy.example:8443"]),
+        ("type: elevenlabs, transport: http", [String: String]()),
+        ("type: elevenlabs, transport: http, base-url: \"https://api.elevenlabs.io/\"", [:]),
+        ("type: elevenlabs, transport: http, base-url: \"https://eu.example\"", ["ELEVENLABS_BASE_URL": "https://eu.example"]),
+        ("type: elevenlabs, transport: http", ["ELEVENLABS_BASE_URL": "https://eu.example"]),
+        ("type: elevenlabs, transport: http, key-env: SLUICE_TEST_SECRET, base-url: \"https://proxy.example:8443\"", ["SLUICE_TRUSTED_HOSTS": "other.example, proxy.example:8443"]),
         ("type: openai, base-url: \"http://127.0.0.1:8000\"", [:]),
         ("type: openai, base-url: \"http://[::1]:8000\"", [:]),
         ("type: openai, key-env: OPENAI_UNSET_KEY, base-url: \"http://tts.lan:8000\"", [:]),
