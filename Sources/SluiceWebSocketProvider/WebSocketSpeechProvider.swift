@@ -316,6 +316,7 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
                 let count = min(s.audio.room, bytes.count - offset)
                 guard count > 0 else { return 0 }
                 let start = bytes.startIndex + offset
+                // SAFETY: the slice's bytes are valid for the closure, and `write` copies them.
                 let written = bytes[start..<(start + count)].withUnsafeBytes { s.audio.write($0) }
                 precondition(written, "a write within the room failed")
                 s.receivedBytes += count
