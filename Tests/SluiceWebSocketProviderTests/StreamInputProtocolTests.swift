@@ -65,7 +65,7 @@ import WebSocketTestSupport
         }
     }
 
-    @Test("pieces of 1–4 characters at 30 tokens a second reach the server as they arrive, a flush after each sentence")
+    @Test("pieces of 1–4 characters at 30 tokens a second reach the server as they arrive, a flush after each sentence; the words reach the host")
     func streamedPieces() throws {
         let server = try StreamInput.server()
         let sentences = ["Hello there, how are you today?", "I am fine.", "Thanks for asking!"]
@@ -109,6 +109,11 @@ import WebSocketTestSupport
         let result = try speech.waitUntilFinished()
         #expect(result.report.failures.isEmpty, "\(result.report.failures)")
         #expect(result.utterances.count == sentences.count)
+        // Word timing reached the host: every word of every sentence, in order.
+        for (utterance, sentence) in zip(result.utterances, sentences) {
+            #expect(utterance.words.map(\.text) == sentence.split(separator: " ").map(String.init))
+            #expect(utterance.words.map(\.start) == utterance.words.map(\.start).sorted())
+        }
         #expect(server.problems.isEmpty, "\(server.problems)")
 
         // In order: the opening, the pieces of each sentence and its flush, the closing.
@@ -174,6 +179,23 @@ import WebSocketTestSupport
         driver.cancel()
         #expect(driver.read() == .end)
         #expect(StreamInput.wait(upTo: 5) { server.closedConnections == 1 })
+    }
+
+    @Test("barge-in: the host's interrupt closes the old socket at once and the fresh instance connects at barge-in time")
+    func bargeIn() throws {
+        let server = try StreamInput.server { $0.failure = .stall(afterAudioBytes: 0) }
+        let variable = "SLUICE_TEST_WS_KEY_8"
+        let graph = try withEnvironment([variable: StreamInput.key]) { try StreamInput.graph(StreamInput.voice(server, keyEnv: variable)) }
+        let source = try #require(graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
+        source.beginUtterance()
+        source.push(text: "A reply the user talks over")
+        #expect(StreamInput.wait(upTo: 10) { server.messages.count == 2 })
+        let resumed = withEnvironment([variable: StreamInput.key]) { source.interrupt() }
+        #expect(resumed != nil)
+        // The old socket is closed, and the replacement's handshake and opening message
+        // happen now, before any text of the next reply.
+        #expect(StreamInput.wait(upTo: 10) { server.closedConnections == 1 && server.connections == 2 })
+        #expect(StreamInput.wait(upTo: 10) { server.messages.filter { $0.connection == 2 }.map(\.kind) == [.opening] })
     }
 
     @Test("the `http` transport is still the HTTP endpoint (ElevenLabsProviderTests covers it); `websocket` is the default")
