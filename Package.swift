@@ -207,7 +207,7 @@ let package = Package(
             dependencies: [
                 "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate", "CSoxr", "CSpeexDSP",
                 "SluiceGraph", "SluiceConfig", "CSndFile", "SluicePlugins", "HTTPTestSupport", "SluiceTestSupport",
-                .product(name: "Yams", package: "Yams"),
+                "WebSocketTestSupport", .product(name: "Yams", package: "Yams"),
             ],
             path: "Benchmarks/SluiceBenchmarks"
         ),
@@ -324,7 +324,7 @@ let package = Package(
             name: "SluiceWebSocketProviderTests",
             dependencies: [
                 "SluiceWebSocketProvider", "SluicePlugins", "SluicePluginABI", "SluiceGraph", "SluiceNodes", "SluiceConfig",
-                "SluiceAudio", "SluiceSpeech", "SluiceTestSupport", "WebSocketTestSupport",
+                "SluiceAudio", "SluiceSpeech", "SluiceTestSupport", "WebSocketTestSupport", "JackTestSupport",
             ]
         ),
         .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),

@@ -1,4 +1,5 @@
 import Foundation
+import WebSocketTestSupport
 
 /// `scripts/bench speech`: time to first audio of `sluice speak -` fed a paragraph at 30 tokens
 /// per second, against espeak-ng speaking the first sentence on its own, in the same run.
@@ -44,6 +45,7 @@ enum SpeechSuite {
         the hills, and the water slowly falls.
         """
     static let firstClause = "When the river rises in spring,"
+    static let webSocketKey = "sluice-bench-ws-key"
     /// The standard graph's espeak node (SpeechGraph.standardYAML): voice en, rate 175.
     static let espeakCommand = ["espeak-ng", "-v", "en", "-s", "175", "--stdout"]
     /// Playback strategies, one figure each: the standard graph's own, then `stream`.
@@ -96,7 +98,20 @@ enum SpeechSuite {
             cold.append(coldRun.firstAudio * 1_000)
             startup.append(espeakStartup() * 1_000)
         }
-        runEarlyStart(sluice: sluice, server: server, ear: ear, folder: folder, runs: runs, extra: [])
+        // ElevenLabs' stream-input protocol on loopback: the server starts audio once it holds
+        // the schedule's first 50 characters or a flush, as the service does.
+        let webSocket: StreamInputTestServer
+        do { webSocket = try StreamInputTestServer(StreamInputTestServer.Script(key: webSocketKey)) } catch {
+            fail("the loopback stream-input server did not start: \(error)")
+        }
+        let elevenlabs = EarlyVariant(
+            name: "elevenlabs websocket",
+            arguments: [
+                "--provider", "elevenlabs", "--voice", "voice-7", "--set", "base-url=\(webSocket.baseURL)",
+                "--set", "key-env=SLUICE_BENCH_WS_KEY",
+            ],
+            environment: ["SLUICE_BENCH_WS_KEY": webSocketKey], firstUtterance: Paragraph(clauseParagraph).firstSentence)
+        runEarlyStart(sluice: sluice, server: server, ear: ear, folder: folder, runs: runs, extra: [elevenlabs])
         note("espeak-ng (ms): synthesis alone \(JackSuite.formattedList(synthesis)), with start-up \(JackSuite.formattedList(cold)), start-up alone \(JackSuite.formattedList(startup))")
 
         for strategy in strategies {

@@ -76,6 +76,13 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
         var frameRemainder = 0
         /// The connection's task waits for room in the buffer.
         var roomWaiter: (needed: Int, continuation: CheckedContinuation<Void, Never>)?
+        /// What was sent on the current connection before the server said anything on it: sent
+        /// again on a new connection when the server closes this one before answering (an idle
+        /// socket closed just as text went out).
+        var unanswered: [String] = []
+        var heardOnConnection = false
+        /// A resend happened and the server has not answered since: no second one.
+        var resent = false
         var receivedBytes = 0
         var messages = 0
         var connections = 0
@@ -173,7 +180,9 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
 
     private func send(_ s: inout State, _ message: String) {
         ensureConnected(&s)
-        s.connection?.send(message)
+        guard let connection = s.connection else { return }
+        if !s.heardOnConnection { s.unanswered.append(message) }
+        connection.send(message)
     }
 
     // MARK: Connection
@@ -192,6 +201,8 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
         s.connections += 1
         s.connectStarted = now()
         s.idleFailure = nil
+        s.heardOnConnection = false
+        s.unanswered.removeAll()
         s.connection = WebSocketConnection(
             id: s.connectionID, endpoint: endpoint, headers: service.headers.map { HTTPHeaderPair(name: $0.name, value: $0.value) },
             opening: service.openingMessage, delegate: self)
@@ -212,6 +223,9 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
             guard id == s.connectionID, !s.failed, !s.cancelled, !s.finished else { return nil }
             s.lastHeard = now()
             s.messages += 1
+            s.heardOnConnection = true
+            s.unanswered.removeAll()
+            s.resent = false
             if let failure = event.failure {
                 // Said of an idle socket (an inactivity timeout), it matters only if it would
                 // repeat at the next utterance (ensureConnected); said while audio is owed, it
@@ -273,6 +287,7 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
             s.connection = nil
             s.writingMessage = false
             guard !s.failed, !s.cancelled, !s.finished, !s.final else { return }
+            if resendAfterUnansweredClose(&s, end) { return }
             let owed = s.ledger.awaitsAudio || s.closingSent
             let error: PluginError?
             switch end {
@@ -300,6 +315,24 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
             }
             settle(&s)
         }
+    }
+
+    /// A server that closes a connection normally (or drops it) before answering anything on
+    /// it never began on the text sent there: most often an idle socket closed just as text
+    /// went out. That text goes again on a new connection, once; true when it did.
+    private func resendAfterUnansweredClose(_ s: inout State, _ end: ConnectionEnd) -> Bool {
+        let normal: Bool
+        switch end {
+        case .closed(let code, _): normal = code == 1000
+        case .dropped: normal = true
+        case .refused, .failed: normal = false
+        }
+        guard normal, !s.heardOnConnection, !s.unanswered.isEmpty, !s.resent else { return false }
+        let messages = s.unanswered
+        s.resent = true
+        connect(&s)
+        for message in messages { send(&s, message) }
+        return true
     }
 
     private var display: String { HTTPRequest.display(service.url) }

@@ -161,7 +161,8 @@ import Testing
         #expect(Speech.wait { finishing.playbackTime > 0.1 })
         let heardFinishing = finishing.cancel()
         #expect(finishing.state == .cancelled)
-        #expect(heardFinishing.heard == "" && heardFinishing.interrupted == "Hello there.")
+        // Cut within its only sentence: to the word, nothing or its first word was heard whole.
+        #expect(["", "Hello"].contains(heardFinishing.heard) && heardFinishing.interrupted == "Hello there.")
 
         let finished = try SpeechController(Speech.live())
         try finished.speak("Hello.")

@@ -151,6 +151,20 @@ import WebSocketTestSupport
         #expect(server.messages.map(\.kind) == [.opening, .opening, .piece("Still here."), .flush, .closing])
     }
 
+    @Test("a server that closes an idle socket just as text goes out, before answering, gets the text again on a new connection")
+    func resendAfterCloseOnText() throws {
+        let server = try StreamInput.server { $0.failure = .closeFirstOnText }
+        let driver = try ProviderDriver.make(server, keyEnv: "SLUICE_TEST_WS_KEY_5B")
+        driver.say("Still here.")
+        driver.endText()
+        let reading = driver.readAll()
+        #expect(reading.ended, "\(String(describing: reading.error))")
+        #expect(server.connections == 2)
+        #expect(reading.audio == server.sentAudio)
+        // The second connection got all of it, in order, and spoke it once.
+        #expect(server.messages.filter { $0.connection == 2 }.map(\.kind) == [.opening, .piece("Still here."), .flush, .closing])
+    }
+
     @Test("whitespace-only utterances are never sent and end at once, in their place")
     func whitespaceUtterances() throws {
         let server = try StreamInput.server()

@@ -57,6 +57,10 @@ public final class StreamInputTestServer: Sendable {
         /// The first connection is closed (1000, as an idle socket) right after its opening
         /// message; later ones behave.
         case closeFirstWhenIdle
+        /// The first connection is closed (1000, as an idle socket timing out) when its first
+        /// text after the opening arrives, before any answer: the race of an inactivity close
+        /// with new text. Later ones behave.
+        case closeFirstOnText
     }
 
     /// A client message as logged.
@@ -380,6 +384,11 @@ private final class Session: ChannelInboundHandler, @unchecked Sendable {
             if case .closeFirstWhenIdle = script.failure, connection == 1 {
                 closeNow(code: 1000, reason: "inactivity", context: context)
             }
+            return
+        }
+        if case .closeFirstOnText = script.failure, connection == 1 {
+            server?.log(.init(connection: connection, time: time, kind: .other(text), json: text))
+            closeNow(code: 1000, reason: "inactivity", context: context)
             return
         }
         if object["flush"] as? Bool == true {
