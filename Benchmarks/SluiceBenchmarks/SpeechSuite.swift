@@ -99,9 +99,13 @@ enum SpeechSuite {
             startup.append(espeakStartup() * 1_000)
         }
         // ElevenLabs' stream-input protocol on loopback: the server starts audio once it holds
-        // the schedule's first 50 characters or a flush, as the service does.
+        // the schedule's first 50 characters or a flush, as the service does, and speaks at a
+        // speaking rate (65 ms a character, about 150 words a minute; the test suites' 10 ms
+        // would run dry between generations no real voice would).
+        var script = StreamInputTestServer.Script(key: webSocketKey)
+        script.framesPerCharacter = 1_560
         let webSocket: StreamInputTestServer
-        do { webSocket = try StreamInputTestServer(StreamInputTestServer.Script(key: webSocketKey)) } catch {
+        do { webSocket = try StreamInputTestServer(script) } catch {
             fail("the loopback stream-input server did not start: \(error)")
         }
         let elevenlabs = EarlyVariant(

@@ -27,6 +27,8 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         let portNames: [String]?
         let connect: [String]
         let direction: JackPorts.Direction
+        /// Seconds its `connect` ports may take to appear at the start.
+        var waitForPorts: Double = 0
     }
 
     public let server: String?
@@ -40,6 +42,9 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     /// Each started endpoint with its full port names.
     private var registered: [(endpoint: Endpoint, ports: [String])] = []
     private var connectionsMade: [String: [(from: String, to: String)]] = [:]
+    /// Endpoints whose `connect` ports had not all appeared at the start, with the monotonic
+    /// second they must have by and why they were missing (`wait-for-ports`).
+    private var awaitedPorts: [String: (deadline: Double, problem: String)] = [:]
 
     init(server: String?, clientName: String, sinks: [Endpoint], sources: [Endpoint]) {
         self.server = server
@@ -76,14 +81,14 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         var sources: [Endpoint] = []
         var portOwners: [String: (node: String, direction: JackPorts.Direction, ports: [String])] = [:]
         for entry in entries {
-            let settings: (server: String?, client: String?, ports: [String]?, connect: [String])
+            let settings: (server: String?, client: String?, ports: [String]?, connect: [String], wait: Double)
             let direction: JackPorts.Direction
             switch entry.node {
             case let sink as JackSink:
-                settings = (sink.server, sink.clientName, sink.portNames, sink.connect)
+                settings = (sink.server, sink.clientName, sink.portNames, sink.connect, sink.waitForPorts)
                 direction = .playback
             case let source as JackSource:
-                settings = (source.server, source.clientName, source.portNames, source.connect)
+                settings = (source.server, source.clientName, source.portNames, source.connect, source.waitForPorts)
                 direction = .capture
             default:
                 continue
@@ -117,7 +122,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
             }
             let endpoint = Endpoint(
                 name: entry.name, node: ObjectIdentifier(entry.node), portNames: settings.ports,
-                connect: settings.connect, direction: direction)
+                connect: settings.connect, direction: direction, waitForPorts: settings.wait)
             if direction == .playback { sinks.append(endpoint) } else { sources.append(endpoint) }
         }
         let clientName = playback.client ?? name?.value ?? Self.clientName(forGraph: graphName)
@@ -233,7 +238,15 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
         activated = true
         for (endpoint, ports) in registered {
-            connectionsMade[endpoint.name] = try JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client)
+            do throws(JackError) {
+                connectionsMade[endpoint.name] = try JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client)
+            } catch {
+                guard endpoint.waitForPorts > 0 else { throw error }
+                // Not there yet: the port-registration callback wakes `service` when ports
+                // come, and `failure` says so once the wait is over.
+                let deadline = Self.monotonicSeconds() + endpoint.waitForPorts
+                awaitedPorts[endpoint.name] = (deadline: deadline, problem: error.message)
+            }
         }
         engine.updateOutputLatency()
         startLatency = engine.outputLatencyFrames
@@ -275,7 +288,18 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
                 "the JACK server's sample rate changed from \(engine.sampleRate) to \(rate) Hz while playing; "
                     + "the graph was built for \(engine.sampleRate) Hz: start the run again")
         }
+        let now = Self.monotonicSeconds()
+        for (node, awaited) in awaitedPorts where awaited.deadline <= now {
+            let endpoint = (sinks + sources).first { $0.name == node }
+            return JackError("\(awaited.problem) after waiting \(endpoint?.waitForPorts ?? 0) s (node '\(node)', wait-for-ports)")
+        }
         return nil
+    }
+
+    static func monotonicSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// Re-applies `connect` rules once a port appeared (a client that restarted): only the
@@ -285,6 +309,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         for (endpoint, ports) in registered where endpoint.connect != ["none"] {
             if let made = try? JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client) {
                 connectionsMade[endpoint.name] = made
+                awaitedPorts[endpoint.name] = nil
             }
         }
         engine.updateOutputLatency()

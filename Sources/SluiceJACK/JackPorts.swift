@@ -25,6 +25,10 @@ enum JackPorts {
             summary: "auto (the physical \(physical) ports found), none, or \(others) names / regular expressions, one per channel.")
     }
 
+    static let waitForPortsParameter = ParameterDescriptor(
+        "wait-for-ports", .number(0...86_400), default: .number(0), unit: "s",
+        summary: "How long to wait at the start for the ports `connect` names to appear (a NetJack2 slave joining, a client started later); the graph runs meanwhile and connects them when they come. 0: a name nothing matches is an error at once.")
+
     /// Which way our ports carry audio.
     enum Direction {
         /// Our outputs feed others' inputs (a sink).

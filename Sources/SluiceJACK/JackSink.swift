@@ -27,6 +27,7 @@ public final class JackSink: DeviceSinkNode, @unchecked Sendable {
                         "channels", .integer(1...64), default: nil,
                         summary: "Output ports; absent takes the input's channel count."),
                     JackPorts.portsParameter(prefix: "out"),
+                    JackPorts.waitForPortsParameter,
                     JackPorts.connectParameter(physical: "playback", others: "input port"),
                 ])
         ) { parameters in
@@ -35,7 +36,7 @@ public final class JackSink: DeviceSinkNode, @unchecked Sendable {
                 server: parameters.string("server") ?? defaultServer,
                 channels: parameters["channels"] == nil ? nil : parameters.integer("channels"),
                 portNames: parameters["ports"] == nil ? nil : parameters.list("ports"),
-                connect: parameters.list("connect"))
+                connect: parameters.list("connect"), waitForPorts: parameters.double("wait-for-ports") ?? 0)
         }
     }
 
@@ -46,12 +47,15 @@ public final class JackSink: DeviceSinkNode, @unchecked Sendable {
     public let channelCount: Int?
     public let portNames: [String]?
     public let connect: [String]
+    /// Seconds the `connect` ports may take to appear at the start (`wait-for-ports`).
+    public let waitForPorts: Double
     /// The graph's JACK client, once the graph is compiled live.
     public internal(set) var device: JackDevice?
     /// The node's name in its graph, once compiled live.
     var nodeName = "jack.sink"
 
-    public init(clientName: String?, server: String?, channels: Int?, portNames: [String]?, connect: [String]) {
+    public init(clientName: String?, server: String?, channels: Int?, portNames: [String]?, connect: [String], waitForPorts: Double = 0) {
+        self.waitForPorts = waitForPorts
         self.clientName = clientName
         self.server = server
         channelCount = channels

@@ -21,6 +21,7 @@ public final class JackSource: DeviceSourceNode, @unchecked Sendable {
                         "channels", .integer(1...64), default: .integer(2),
                         summary: "Input ports, and the channels of the stream."),
                     JackPorts.portsParameter(prefix: "in"),
+                    JackPorts.waitForPortsParameter,
                     JackPorts.connectParameter(physical: "capture", others: "output port"),
                 ])
         ) { parameters in
@@ -29,7 +30,7 @@ public final class JackSource: DeviceSourceNode, @unchecked Sendable {
                 server: parameters.string("server") ?? defaultServer,
                 channels: parameters.integer("channels"),
                 portNames: parameters["ports"] == nil ? nil : parameters.list("ports"),
-                connect: parameters.list("connect"))
+                connect: parameters.list("connect"), waitForPorts: parameters.double("wait-for-ports") ?? 0)
         }
     }
 
@@ -38,12 +39,15 @@ public final class JackSource: DeviceSourceNode, @unchecked Sendable {
     public let channels: Int
     public let portNames: [String]?
     public let connect: [String]
+    /// Seconds the `connect` ports may take to appear at the start (`wait-for-ports`).
+    public let waitForPorts: Double
     /// The graph's JACK client, once the graph is compiled live.
     public internal(set) var device: JackDevice?
     /// The node's name in its graph, once compiled live.
     var nodeName = "jack.source"
 
-    public init(clientName: String?, server: String?, channels: Int, portNames: [String]?, connect: [String]) {
+    public init(clientName: String?, server: String?, channels: Int, portNames: [String]?, connect: [String], waitForPorts: Double = 0) {
+        self.waitForPorts = waitForPorts
         self.clientName = clientName
         self.server = server
         self.channels = channels

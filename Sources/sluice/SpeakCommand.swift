@@ -171,12 +171,18 @@ struct SpeakCommand: ParsableCommand {
         var figures: [String: Any] = [
             "underruns": timings.underruns, "audioSeconds": timings.audioSeconds, "wallSeconds": timings.wallSeconds,
             "heard": result.heard.heard, "completedUtterances": result.heard.completedUtterances,
+            "granularity": result.heard.granularity.rawValue,
             "utterances": result.utterances.map { utterance -> [String: Any] in
                 var entry: [String: Any] = ["text": utterance.text, "start": utterance.start]
                 if let end = utterance.end { entry["end"] = end }
+                // Where each word began, from providers with word timing (captions, karaoke).
+                if !utterance.words.isEmpty {
+                    entry["words"] = utterance.words.map { ["text": $0.text, "start": $0.start] as [String: Any] }
+                }
                 return entry
             },
         ]
+        if let word = result.heard.interruptedWord { figures["interruptedWord"] = word }
         if let value = timings.timeToFirstBuffer { figures["timeToFirstBuffer"] = value }
         if let value = timings.timeToFirstAudio { figures["timeToFirstAudio"] = value }
         if let value = timings.firstAudioAfterText { figures["firstAudioAfterText"] = value }

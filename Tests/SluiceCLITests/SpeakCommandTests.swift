@@ -23,6 +23,12 @@ import Testing
         #expect(speech["heard"] as? String == "Hello there. Dr. Smith paid 3.50 dollars.")
         #expect((speech["utterances"] as? [[String: Any]])?.compactMap { $0["text"] as? String }
             == ["Hello there.", "Dr. Smith paid 3.50 dollars."])
+        // espeak's word timing: each utterance lists its words and when each began.
+        #expect(speech["granularity"] as? String == "word")
+        let words = (speech["utterances"] as? [[String: Any]])?.first?["words"] as? [[String: Any]]
+        #expect(words?.compactMap { $0["text"] as? String } == ["Hello", "there"])
+        let starts = words?.compactMap { $0["start"] as? Double } ?? []
+        #expect(starts.count == 2 && starts[0] < starts[1])
         let file = try SoundFileContents(out)
         #expect(file.channels == 2)
         #expect(file.rate == 22_050)

@@ -154,6 +154,50 @@ extension JackSinkTests {
         }
     }
 
+    @Test("wait-for-ports: a client that comes later is connected when its ports appear, and hears the rest")
+    func waitForPortsConnectsALateClient() throws {
+        let server = try JackTestServer.shared()
+        let client = "late-\(getpid())-\(UUID().uuidString.prefix(4))"
+        let (live, _) = try liveRun(
+            "tone frequency=440 amplitude=0.5 duration=2 ! jack.sink client=\(client) connect=\(client)-ear:in_1 wait-for-ports=20",
+            server: server.name)
+        try live.start()
+        // The graph plays unconnected meanwhile; the ear starts half a second later.
+        sleep(seconds: 0.5)
+        let ear = try JackRecorder(server: server.name, clientName: "\(client)-ear", channels: 1, capacityFrames: 4 * server.sampleRate)
+        defer { ear.stop() }
+        try ear.start()
+        let report = try live.wait()
+        sleep(seconds: 0.1)
+        ear.drain()
+        #expect(report.failures.isEmpty)
+        let heard = ear.samples(channel: 0).filter { $0 != 0 }.count
+        // The rest of the 2 s tone after the ear came: about 1.5 s of sound.
+        #expect(heard > server.sampleRate, "the late client heard \(heard) non-zero samples")
+    }
+
+    @Test("wait-for-ports: ports that never come end the run once the wait is over, naming the pattern")
+    func waitForPortsTimesOut() throws {
+        let server = try JackTestServer.shared()
+        let client = "never-\(getpid())"
+        let (live, _) = try liveRun(
+            "tone duration=10 ! jack.sink client=\(client) connect=\(client)-nobody:in_1 wait-for-ports=0.3", server: server.name)
+        let started = monotonicSeconds()
+        try live.start()
+        #expect {
+            _ = try live.wait()
+        } throws: { error in
+            (error as? JackError)?.message == "no JACK input port matches '\(client)-nobody:in_1' (connect) after waiting 0.3 s (node 'jack.sink', wait-for-ports)"
+        }
+        #expect(monotonicSeconds() - started < 2)
+        // Without the wait, the same graph fails at the start, as before.
+        #expect(throws: JackError.self) {
+            let (now, _) = try liveRun("tone duration=10 ! jack.sink client=\(client)-b connect=\(client)-nobody:in_1", server: server.name)
+            try now.start()
+            _ = try now.wait()
+        }
+    }
+
     @Test func autoConnectFindsThePhysicalPortsAndNoneConnectsNothing() throws {
         let server = try JackTestServer.shared()
         let (auto, autoGraph) = try liveRun("tone duration=0.3 channels=2 ! jack.sink client=auto-\(getpid()) connect=auto", server: server.name)

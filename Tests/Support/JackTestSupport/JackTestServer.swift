@@ -162,8 +162,13 @@ public final class JackTestServer: Sendable {
     ///   - periodFrames: nil means `defaultPeriodFrames`.
     /// - Throws: `JackTestError`, with the tail of jackd's log, if a server of that name is
     ///   already running, or jackd exits or does not answer within `startTimeout`.
+    ///   - driver: jackd's driver and its options; nil means the dummy backend at
+    ///     `sampleRate` and `periodFrames` (a NetJack2 slave passes `["net", …]`, and the rate
+    ///     and period its master runs at).
+    ///   - namespace: a network namespace to run jackd in (`ip netns exec`); its clients
+    ///     still reach it through its socket in /dev/shm.
     public static func start(
-        name: String? = nil, sampleRate: Int? = nil, periodFrames: Int? = nil
+        name: String? = nil, sampleRate: Int? = nil, periodFrames: Int? = nil, driver: [String]? = nil, namespace: String? = nil
     ) throws(JackTestError) -> JackTestServer {
         let name = name ?? "sluice-test-\(getpid())-i\(independentCount.add(1, ordering: .relaxed).newValue)"
         let sampleRate = sampleRate ?? defaultSampleRate
@@ -172,10 +177,10 @@ public final class JackTestServer: Sendable {
             throw JackTestError("a JACK server named '\(name)' is already running; pick another name")
         }
         let logPath = "/tmp/sluice-jackd-\(ServerRegistry.fileSafe(name)).log"
-        let command = [
-            "jackd", "--no-realtime", "-n", name,
-            "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(periodFrames)",
-        ]
+        let command =
+            (namespace.map { ["ip", "netns", "exec", $0] } ?? [])
+            + ["jackd", "--no-realtime", "-n", name, "-d"]
+            + (driver ?? ["dummy", "-r", "\(sampleRate)", "-p", "\(periodFrames)"])
         // JACK runs at most 8 servers per machine. Entries of servers that died are freed and
         // the start tried again; while live servers (other tests') hold all 8, it waits.
         let clock = ContinuousClock()
