@@ -127,7 +127,8 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
         .target(
-            name: "SluiceJACK", dependencies: ["SluiceGraph", "SluiceRT", "SluiceAudio", "CJack"],
+            name: "SluiceJACK",
+            dependencies: ["SluiceGraph", "SluiceRT", "SluiceAudio", "CJack", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
         ),
         .target(
@@ -196,8 +197,9 @@ let package = Package(
             name: "sluice",
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK", "CSndFile",
-                "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl",
+                "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluicePluginABI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 

@@ -25,26 +25,38 @@ public enum GraphFile {
     ///   - baseDirectory: Where relative paths in the graph resolve from.
     /// - Throws: every problem found, in file order.
     public static func parse(_ text: String, file: String, baseDirectory: String? = nil) throws(GraphDiagnostics) -> GraphDescription {
+        try read(text, file: file, baseDirectory: baseDirectory).graph()
+    }
+
+    /// Reads a graph from YAML text, keeping what was read beside the problems found: with
+    /// only skipped keys among them (`GraphFileReading.onlySkippedKeys`), the description is
+    /// the file's as written, and checking it finds the file's other errors.
+    public static func read(_ text: String, file: String, baseDirectory: String? = nil) -> GraphFileReading {
+        func failed(_ diagnostic: GraphDiagnostic) -> GraphFileReading {
+            GraphFileReading(
+                partial: GraphDescription(name: defaultName(for: file), file: file, baseDirectory: baseDirectory),
+                diagnostics: [diagnostic], onlySkippedKeys: false)
+        }
         var composer = DuplicateTolerantComposer(text)
         let root: Yams.Node?
         switch composer.compose() {
         case .success(let node):
             root = node
         case .failure(.yaml(let error)):
-            throw GraphDiagnostics([yamlDiagnostic(error, file: file, source: composer.source)])
+            return failed(yamlDiagnostic(error, file: file, source: composer.source))
         case .failure(.duplicate(let key, let mark)):
             // Only when the key could not be found in the text (a key that is not a scalar).
             let place = mark.line >= 1 ? SourceLocation(file: file, line: mark.line, column: mark.column) : nil
-            throw GraphDiagnostics([GraphDiagnostic("duplicate key '\(key)'", at: place, fix: "keep one of them")])
+            return failed(GraphDiagnostic("duplicate key '\(key)'", at: place, fix: "keep one of them"))
         case .failure(.tooDeep(let line, let column)):
-            throw GraphDiagnostics([GraphDiagnostic(
+            return failed(GraphDiagnostic(
                 "lists and mappings nest more than \(GraphLimits.nesting) deep (the limit of a graph file)",
-                at: SourceLocation(file: file, line: line, column: column), fix: "a graph file needs 4 levels: nodes, a node, its parameters, a list")])
+                at: SourceLocation(file: file, line: line, column: column), fix: "a graph file needs 4 levels: nodes, a node, its parameters, a list"))
         }
         var reader = YAMLGraphReader(file: file, source: composer.source, originalKeys: composer.originalKeys)
         let description = reader.read(root, defaultName: defaultName(for: file), baseDirectory: baseDirectory)
-        guard reader.diagnostics.isEmpty else { throw GraphDiagnostics(reader.diagnostics.sortedInFileOrder()) }
-        return description
+        return GraphFileReading(
+            partial: description, diagnostics: reader.diagnostics.sortedInFileOrder(), onlySkippedKeys: reader.onlySkippedKeys)
     }
 
     /// Reads the graph file at `path`; relative paths in it resolve from its folder.
@@ -52,6 +64,20 @@ public enum GraphFile {
     /// - Throws: every problem found, in file order, or one without a place when the file
     ///   cannot be read.
     public static func load(path: String) throws(GraphDiagnostics) -> GraphDescription {
+        try read(path: path).graph()
+    }
+
+    /// `read(_:file:baseDirectory:)` for the graph file at `path`; relative paths in it
+    /// resolve from its folder.
+    public static func read(path: String) -> GraphFileReading {
+        do throws(GraphDiagnostics) {
+            return try readFile(path: path)
+        } catch {
+            return GraphFileReading(partial: GraphDescription(name: defaultName(for: path), file: path), diagnostics: error.diagnostics, onlySkippedKeys: false)
+        }
+    }
+
+    private static func readFile(path: String) throws(GraphDiagnostics) -> GraphFileReading {
         let url = URL(fileURLWithPath: path)
         func unreadable(_ reason: String) -> GraphDiagnostics {
             GraphDiagnostics([GraphDiagnostic("cannot read graph file '\(path)': \(reason)", at: nil)])
@@ -80,7 +106,7 @@ public enum GraphFile {
             throw unreadable("it grew past \(GraphLimits.fileBytes / (1 << 20)) MiB while being read")
         }
         guard let text = String(data: data, encoding: .utf8) else { throw unreadable("it is not UTF-8 text") }
-        return try parse(text, file: path, baseDirectory: url.deletingLastPathComponent().path)
+        return read(text, file: path, baseDirectory: url.deletingLastPathComponent().path)
     }
 
     /// The file name without its extension: `graphs/speak.yaml` is `speak`.
@@ -142,5 +168,34 @@ public enum GraphFile {
         if context?.contains("quoted scalar") == true { return "close the quote" }
         if context?.contains("single document") == true { return "a graph file holds one document: remove the `---` line" }
         return "check the indentation, brackets and quotes here"
+    }
+}
+
+/// A graph file as read: the description and every problem the reader found, in file order.
+public struct GraphFileReading: Sendable {
+    /// What was read; the whole file as written when `diagnostics` is empty or
+    /// `onlySkippedKeys`, else only a part.
+    public var partial: GraphDescription
+    public var diagnostics: [GraphDiagnostic]
+    /// Whether every problem is a key the reader skipped (an unknown top-level key or playback
+    /// setting): the rest was read as written, so a checker may go on and report the file's
+    /// other errors beside these (`combined(with:)`).
+    public var onlySkippedKeys: Bool
+
+    public init(partial: GraphDescription, diagnostics: [GraphDiagnostic], onlySkippedKeys: Bool) {
+        self.partial = partial
+        self.diagnostics = diagnostics
+        self.onlySkippedKeys = onlySkippedKeys
+    }
+
+    /// The description, or every problem.
+    public func graph() throws(GraphDiagnostics) -> GraphDescription {
+        guard diagnostics.isEmpty else { throw GraphDiagnostics(diagnostics) }
+        return partial
+    }
+
+    /// These problems and a checker's (`GraphCompiler`'s) together, in file order.
+    public func combined(with others: GraphDiagnostics) -> GraphDiagnostics {
+        GraphDiagnostics((diagnostics + others.diagnostics).sortedInFileOrder())
     }
 }

@@ -10,6 +10,9 @@ struct YAMLGraphReader {
     /// Placeholder keys (from `DuplicateTolerantComposer`) to the keys as written.
     let originalKeys: [String: String]
     private(set) var diagnostics: [GraphDiagnostic] = []
+    /// Whether every problem so far is a key the reader skipped (an unknown top-level key or
+    /// playback setting), everything else read as written.
+    private(set) var onlySkippedKeys = true
 
     static let topLevelKeys = ["name", "nodes", "links", "playback"]
     static let playbackKeys = ["strategy", "watermark", "max-buffered", "block", "client", "boundary"]
@@ -29,8 +32,9 @@ struct YAMLGraphReader {
 
     var startOfFile: SourceLocation { SourceLocation(file: file, line: 1, column: 1) }
 
-    mutating func error(_ message: String, at location: SourceLocation?, fix: String?) {
+    mutating func error(_ message: String, at location: SourceLocation?, fix: String?, skippedKey: Bool = false) {
         diagnostics.append(GraphDiagnostic(message, at: location, fix: fix))
+        if !skippedKey { onlySkippedKeys = false }
     }
 
     /// A key's text as written, or nil (reported) when the key is not a scalar.
@@ -92,7 +96,8 @@ struct YAMLGraphReader {
             default:
                 error("unknown top-level key '\(key)'", at: location(keyNode),
                       fix: Names.suggestion(for: key, among: Self.topLevelKeys,
-                                            otherwise: "the top-level keys are name, nodes, links and playback"))
+                                            otherwise: "the top-level keys are name, nodes, links and playback"),
+                      skippedKey: true)
             }
         }
         if seen["nodes"] == nil {
@@ -296,7 +301,8 @@ struct YAMLGraphReader {
             default:
                 error("unknown playback setting '\(key)'", at: location(keyNode),
                       fix: Names.suggestion(for: key, among: Self.playbackKeys,
-                                            otherwise: "the playback settings are strategy, watermark, max-buffered, block, client and boundary"))
+                                            otherwise: "the playback settings are strategy, watermark, max-buffered, block, client and boundary"),
+                      skippedKey: true)
             }
         }
         if watermarkValid, maxBufferedValid, settings.watermark > settings.maxBuffered {

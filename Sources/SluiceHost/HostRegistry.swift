@@ -34,6 +34,9 @@ public enum HostRegistry {
         /// file or folder others may write). A graph that does not use its types is not
         /// affected; a graph with a type nobody provides shows these beside that error.
         public var failures: [String]
+        /// The plugin file each plugin node type came from, by type name (built-in types are
+        /// not here).
+        public var pluginFiles: [String: String] = [:]
 
         /// The diagnostics with `failures` added as notes to each unknown-type error, so a
         /// graph that needed a broken plugin's type says why it is missing.
@@ -68,7 +71,11 @@ public enum HostRegistry {
         } catch {
             throw LoadError(problems: [error.description])
         }
-        return Loaded(registry: registry, failures: catalog.failureMessages)
+        var files: [String: String] = [:]
+        for library in catalog.libraries {
+            for type in library.graphNodeTypes { files[type.descriptor.typeName] = library.path }
+        }
+        return Loaded(registry: registry, failures: catalog.failureMessages, pluginFiles: files)
     }
 
     /// `load(…)`'s registry. [control-thread]

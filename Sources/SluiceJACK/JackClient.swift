@@ -37,7 +37,7 @@ public final class JackClient: @unchecked Sendable {
 
     /// Opens a client named `name` on `server`. Never starts a server.
     public init(name: String, server: String?) throws(JackError) {
-        JackClient.silenceLibraryMessages()
+        JackLibraryMessages.install()
         var status = jack_status_t(rawValue: 0)
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue)
         guard let handle = sluice_jack_client_open(name, options, &status, server) else {
@@ -49,6 +49,8 @@ public final class JackClient: @unchecked Sendable {
         self.handle = handle
         self.server = server
         self.name = String(cString: jack_get_client_name(handle))
+        JackLibraryMessages.sluiceLogger.debug(
+            "client '\(self.name)' opened on server '\(server ?? ProcessInfoLite.environment("JACK_DEFAULT_SERVER") ?? "default")': \(jack_get_sample_rate(handle)) Hz, \(jack_get_buffer_size(handle)) frames a period")
     }
 
     deinit {
@@ -81,20 +83,6 @@ public final class JackClient: @unchecked Sendable {
         return names
     }
 }
-
-extension JackClient {
-    /// libjack prints its own lines ("Cannot connect to server socket …") on standard error;
-    /// Sluice says what went wrong, and what to do, in one message of its own instead.
-    /// `SLUICE_JACK_VERBOSE=1` keeps libjack's lines, for debugging a server.
-    static func silenceLibraryMessages() {
-        guard ProcessInfoLite.environment("SLUICE_JACK_VERBOSE") == nil else { return }
-        jack_set_error_function(sluiceJackIgnoreMessage)
-        jack_set_info_function(sluiceJackIgnoreMessage)
-    }
-}
-
-/// libjack's error and info callback while silenced: drops the line.
-func sluiceJackIgnoreMessage(_ message: UnsafePointer<CChar>?) {}
 
 /// The environment without Foundation.
 enum ProcessInfoLite {

@@ -237,6 +237,8 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         cycle.warmUp(blockFrames: client.bufferSize)
         guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
         activated = true
+        processThread = UInt(jack_client_thread_id(handle))
+        JackLibraryMessages.realtimeThreads.insert(processThread)
         for (endpoint, ports) in registered {
             do throws(JackError) {
                 connectionsMade[endpoint.name] = try JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client)
@@ -275,7 +277,14 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         }
         client?.close()
         client = nil
+        // libjack's messages from its process thread, counted there, are said now.
+        JackLibraryMessages.realtimeThreads.remove(processThread)
+        processThread = 0
+        JackLibraryMessages.reportDropped()
     }
+
+    /// The client's JACK process thread while it is activated (0: none).
+    private var processThread: UInt = 0
 
     public var failure: (any Error)? {
         guard let engine else { return nil }

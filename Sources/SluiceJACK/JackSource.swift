@@ -76,9 +76,10 @@ public final class JackSource: DeviceSourceNode, @unchecked Sendable {
         }
         guard let device else {
             // Checked or drawn offline (`sluice check`, `dot`): the server decides the rate
-            // when the graph runs; until then it stands at the sinks' rate. An offline render
-            // refuses the graph (it has no device to record from).
-            return [.frames(rate: context.downstreamRate ?? Self.offlineRate, channels: channels)]
+            // when the graph runs; until then it stands at the stand-in rate the checker
+            // gives, else the sinks'. An offline render refuses the graph (it has no device to
+            // record from).
+            return [.frames(rate: context.deviceRate ?? context.downstreamRate ?? Self.offlineRate, channels: channels)]
         }
         do {
             return [.frames(rate: try device.openClient().sampleRate, channels: channels)]

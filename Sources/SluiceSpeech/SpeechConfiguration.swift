@@ -71,6 +71,24 @@ public struct SpeechConfiguration: Sendable {
     /// Further provider parameters, by name (`rate: "190"`, `model: "tts-1"`), as a graph file
     /// would write them.
     public var settings: [String: String] = [:]
+    /// How an error names where `provider`, `voice` and `settings` came from: `sluice speak`
+    /// sets its options (`error: --set rate=fast: parameter 'rate' … must be …`), so a
+    /// message names what the user typed, never a line of the standard graph.
+    public var sourceNames = SourceNames()
+
+    /// The words errors put before a value of `provider`, `voice` or `settings`.
+    public struct SourceNames: Sendable, Hashable {
+        public var provider: String
+        public var voice: String
+        /// Before `name=value`.
+        public var setting: String
+
+        public init(provider: String = "provider", voice: String = "voice", setting: String = "setting") {
+            self.provider = provider
+            self.voice = voice
+            self.setting = setting
+        }
+    }
     /// Nil keeps the graph's `playback:` strategy.
     public var strategy: SpeechStrategy?
     /// The most audio the sink holds, in seconds (upstream waits when it is full). Nil keeps

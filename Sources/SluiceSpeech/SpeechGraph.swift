@@ -47,17 +47,20 @@ public enum SpeechGraph {
         try plugins(server: server, graphFolder: graphFolder, pluginFolders: pluginFolders).registry
     }
 
-    /// The graph the configuration names, as declared.
-    static func declared(_ choice: SpeechGraphChoice) throws(SpeechError) -> GraphDescription {
-        do {
-            switch choice {
-            case .standard: return try GraphFile.parse(standardYAML, file: "<standard speech graph>")
-            case .file(let path): return try GraphFile.load(path: path)
-            case .description(let given): return given
-            }
-        } catch {
-            throw .graph(error.description)
+    /// The graph the configuration names, as declared. A file whose only problems are keys the
+    /// reader skipped (an unknown top-level key) is kept with them, so compiling it reports
+    /// its other errors too.
+    static func declared(_ choice: SpeechGraphChoice) throws(SpeechError) -> GraphFileReading {
+        let reading: GraphFileReading
+        switch choice {
+        case .standard: reading = GraphFile.read(standardYAML, file: standardFile)
+        case .file(let path): reading = GraphFile.read(path: path)
+        case .description(let given): reading = GraphFileReading(partial: given, diagnostics: [], onlySkippedKeys: true)
         }
+        guard reading.diagnostics.isEmpty || reading.onlySkippedKeys else {
+            throw .graph(GraphDiagnostics(reading.diagnostics).description)
+        }
+        return reading
     }
 
     /// `declared` with the configuration's playback settings, provider, voice and settings
@@ -71,21 +74,45 @@ public enum SpeechGraph {
         if configuration.provider != nil || configuration.voice != nil || !configuration.settings.isEmpty {
             let index = try speakingNode(in: description, registry: registry)
             var node = description.nodes[index]
+            let names = configuration.sourceNames
+            // Each value is placed at the option that gave it, so an error names what the user
+            // typed (`--set rate=fast`), not a line of the graph they did not write.
+            var given = configuration.settings.sorted(by: { $0.key < $1.key }).map {
+                (name: $0.key, value: $0.value, place: SourceLocation.option("\(names.setting) \($0.key)=\($0.value)"))
+            }
+            if let voice = configuration.voice {
+                given.removeAll { $0.name == "voice" }
+                given.insert(("voice", voice, SourceLocation.option("\(names.voice) \(voice)")), at: 0)
+            }
             if let provider = configuration.provider {
                 // Another provider's parameters differ: only what the configuration gives applies.
                 node.type = provider
                 node.parameters = []
+                let place = SourceLocation.option("\(names.provider) \(provider)")
+                node.location = place
+                node.typeLocation = place
+            } else if choiceIsStandard(declared) {
+                // The standard graph's node: an error creating it (a voice the provider does not
+                // have) is placed at the first option that changed it.
+                node.location = given.first?.place ?? node.location
+                node.typeLocation = nil
             }
-            var given = configuration.settings
-            if let voice = configuration.voice { given["voice"] = voice }
-            for (name, value) in given.sorted(by: { $0.key < $1.key }) {
+            for (name, value, place) in given {
                 node.parameters.removeAll { $0.name == name }
-                node.parameters.append(ParameterDeclaration(name: name, value: .scalar(value, quoted: true)))
+                node.parameters.append(ParameterDeclaration(name: name, value: .scalar(value, quoted: true), location: place, valueLocation: place))
             }
             description.nodes[index] = node
         }
         return description
     }
+
+    /// Whether `description` is the standard graph (which the user did not write).
+    static func choiceIsStandard(_ description: GraphDescription) -> Bool {
+        description.file == standardFile
+    }
+
+    /// The standard graph's name in messages about the graph itself.
+    static let standardFile = "<standard speech graph>"
 
     /// The node the provider, voice and settings apply to: the only source, or the source
     /// named `voice` when there are several.
@@ -106,7 +133,8 @@ public enum SpeechGraph {
     }
 
     static func compile(_ configuration: SpeechConfiguration) throws(SpeechError) -> Compiled {
-        let declared = try declared(configuration.graph)
+        let reading = try declared(configuration.graph)
+        let declared = reading.partial
         let live: Bool
         var server: String?
         switch configuration.output {
@@ -129,8 +157,9 @@ public enum SpeechGraph {
         do {
             graph = try GraphCompiler(registry: registry, options: .init(isLive: live)).compile(description)
         } catch {
-            throw .graph(loaded.explaining(error).description)
+            throw .graph(reading.combined(with: loaded.explaining(error)).description)
         }
+        guard reading.diagnostics.isEmpty else { throw .graph(GraphDiagnostics(reading.diagnostics).description) }
         let speaking = graph.nodes.filter { $0.instance is any TextDrivenSource }
         guard speaking.count == 1, let node = speaking.first, let source = node.instance as? any TextDrivenSource else {
             throw .graph(speaking.isEmpty

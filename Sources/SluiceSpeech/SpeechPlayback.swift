@@ -73,7 +73,7 @@ final class SpeechPlayback: @unchecked Sendable {
     func start() throws(SpeechError) {
         if let path, let renderer = driver as? OfflineRenderer {
             do {
-                let flac = path.lowercased().hasSuffix(".flac")
+                let flac = SoundFileContainer(forPath: path) == .flac
                 file = try SoundFileWriter(path: path, sampleRate: sampleRate, channels: channels, sampleFormat: flac ? .s24le : .f32le)
             } catch {
                 throw .output("\(error)")

@@ -1,12 +1,16 @@
 import ArgumentParser
 import SluiceGraph
 
-struct CheckCommand: ParsableCommand {
+struct CheckCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check a graph: node types, parameters, links, cycles and formats.",
-        discussion: "Exits 0 when the graph is valid, 1 with every error (file:line:column, and the fix) when not."
+        discussion: """
+            Exits 0 when the graph is valid, 1 with every error (file:line:column, and the fix) \
+            when not. The verdict goes to standard error; --verbose lists the nodes on standard output.
+            """
     )
+
 
     @Argument(help: "A graph file, or a one-line graph in quotes.")
     var graph: String
@@ -16,9 +20,11 @@ struct CheckCommand: ParsableCommand {
 
     @OptionGroup var plugins: PluginOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     func run() throws {
         let compiled = try GraphLoading.compile(graph, trustGraphFolder: plugins.trustGraphFolder)
-        print("\(graph): ok (\(compiled.nodes.count) nodes, \(compiled.edges.count) links)")
+        printError("\(graph): ok (\(compiled.nodes.count) nodes, \(compiled.edges.count) links)")
         guard verbose else { return }
         let placement = compiled.placement
         let width = compiled.nodes.map(\.name.count).max() ?? 0

@@ -4,7 +4,7 @@ import SluiceAudio
 import SluiceGraph
 import SluiceNodes
 
-struct ConvertCommand: ParsableCommand {
+struct ConvertCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
         abstract: "Convert a sound file's rate, channels and sample format through a graph.",
@@ -12,7 +12,9 @@ struct ConvertCommand: ParsableCommand {
             Renders the graph wav.source ! resampler ! fader ! channel-map ! wav.sink offline, \
             the same engine as `sluice render`: reads any file libsndfile reads, resamples, \
             fades the edges, maps channels (mono to N copies, N to mono averages, other counts \
-            repeat the input channels in turn), and writes WAV (or FLAC when OUTPUT ends in .flac).
+            repeat the input channels in turn), and writes WAV (or FLAC when the output ends in \
+            .flac). The output is -o/--output, as on every command; `convert IN OUT` still works. \
+            A summary goes to standard error.
             """
     )
 
@@ -21,8 +23,14 @@ struct ConvertCommand: ParsableCommand {
     @Argument(help: "The sound file to read.")
     var input: String
 
-    @Argument(help: "The file to write (.wav or .flac).")
-    var output: String
+    @Argument(help: ArgumentHelp("The file to write, as -o/--output gives it (the older form).", valueName: "output"))
+    var positionalOutput: String?
+
+    @Option(name: .shortAndLong, help: "The file to write (.wav or .flac).")
+    var output: String?
+
+    /// The file to write, however it was given (`validate` makes sure it was, once).
+    var outputPath: String { output ?? positionalOutput ?? "" }
 
     @Option(name: .long, help: "Output sample rate in Hz (default: the input's).")
     var rate: Int?
@@ -38,6 +46,8 @@ struct ConvertCommand: ParsableCommand {
 
     @Option(name: .long, help: "Output sample format: s16le, s24le, s32le or f32le.")
     var format: String = "s16le"
+
+    @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         if let rate, !(1...Resampler.maximumRate).contains(rate) {
@@ -55,6 +65,11 @@ struct ConvertCommand: ParsableCommand {
         if fade < 0 {
             throw ValidationError("--fade cannot be negative")
         }
+        switch (output, positionalOutput) {
+        case (nil, nil): throw ValidationError("name the file to write: -o/--output FILE")
+        case (.some, .some): throw ValidationError("give the file to write once: -o/--output FILE")
+        default: try OutputFile.check(outputPath)
+        }
     }
 
     func run() throws {
@@ -71,14 +86,15 @@ struct ConvertCommand: ParsableCommand {
         }
         let report = try OfflineRenderer(graph: compiled).run()
         if !report.failures.isEmpty { throw ConvertError(message: report.failures.joined(separator: "; ")) }
-        let written = try SoundFileReader(path: output)
+        let written = try SoundFileReader(path: outputPath)
         let elapsed = started.duration(to: .now)
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let frames = written.frames ?? 0
         let audio = Double(frames) / Double(written.sampleRate)
-        print("""
+        // The summary, not data: standard error, as every command's.
+        printError("""
             \(input): \(inputFormat), \(String(format: "%.3f", audio)) s
-            \(output): \(sampleFormat) \(written.sampleRate) Hz, \(written.channels) ch, \(frames) frames
+            \(outputPath): \(sampleFormat) \(written.sampleRate) Hz, \(written.channels) ch, \(frames) frames
             graph: \(Self.chainText(description))
             time: \(String(format: "%.3f", seconds)) s (\(String(format: "%.0f", audio / max(seconds, 1e-9)))× real time)
             """)
@@ -106,7 +122,7 @@ struct ConvertCommand: ParsableCommand {
             }
             nodes.append(NodeDeclaration(name: "map", type: "channel-map", parameters: map))
         }
-        var sink = [parameter("path", output), parameter("sample-format", Self.sinkSampleFormat(sampleFormat))]
+        var sink = [parameter("path", outputPath), parameter("sample-format", Self.sinkSampleFormat(sampleFormat))]
         if let rate { sink.append(parameter("rate", String(rate))) }
         nodes.append(NodeDeclaration(name: "output", type: "wav.sink", parameters: sink))
         let links = zip(nodes, nodes.dropFirst()).map { LinkDeclaration(from: PortReference(node: $0.name), to: PortReference(node: $1.name)) }

@@ -20,7 +20,7 @@ enum ExitStatus {
     static let help = """
         Exit status: 0 success; 1 failure (a graph, device or file error, or a node that failed \
         during the run: the audio received before it is written or played, faded; --keep-going \
-        makes that 0); 2 usage error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM, faded out         as Ctrl-C).
+        makes that 0); 2 usage error; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM, faded out as Ctrl-C).
         """
 }
 
@@ -34,7 +34,9 @@ struct FailureOptions: ParsableArguments {
     func finish(_ report: RunReport) throws {
         if report.cancelled { throw ExitCode(ExitStatus.interrupted) }
         guard !report.failures.isEmpty else { return }
-        for failure in report.failures { printError("\(keepGoing ? "warning" : "error"): \(failure)") }
+        for failure in report.failures {
+            if keepGoing { log.warning("\(failure)") } else { printError("error: \(failure)") }
+        }
         if !keepGoing {
             let nodes = report.failures.count == 1 ? "a node" : "\(report.failures.count) nodes"
             printError("error: \(nodes) failed; the audio received before the failure was kept, faded (--keep-going exits 0)")

@@ -9,10 +9,21 @@ import SluicePlugins
 /// path=out.wav`) when no such file exists and the text has a `!` or a space.
 enum GraphLoading {
     static func description(of argument: String, oneLine: Bool = false) throws(GraphDiagnostics) -> GraphDescription {
+        try reading(of: argument, oneLine: oneLine).graph()
+    }
+
+    /// The GRAPH argument as read, with every problem the reader found (a one-line graph's
+    /// are never skipped keys).
+    static func reading(of argument: String, oneLine: Bool = false) -> GraphFileReading {
         if !oneLine && (FileManager.default.fileExists(atPath: argument) || !(argument.contains("!") || argument.contains(" "))) {
-            return try GraphFile.load(path: argument)
+            log.debug("reading graph file \(argument)")
+            return GraphFile.read(path: argument)
         }
-        return try OneLineGraph.parse(argument)
+        do throws(GraphDiagnostics) {
+            return GraphFileReading(partial: try OneLineGraph.parse(argument), diagnostics: [], onlySkippedKeys: true)
+        } catch {
+            return GraphFileReading(partial: GraphDescription(name: "one-line"), diagnostics: error.diagnostics, onlySkippedKeys: false)
+        }
     }
 
     /// The node types every graph can use: the built-in ones, `jack.sink` and `jack.source`
@@ -28,39 +39,59 @@ enum GraphLoading {
     /// matters only to a graph that needs its types.
     /// Only the plugins that may provide one of `needing` (the graph's node types) are opened,
     /// as far as the user's plugin index knows (PluginIndex).
-    static func plugins(server: String? = nil, graphFolder: String?, trustGraphFolder: Bool, needing: Set<String>) throws -> HostRegistry.Loaded {
+    static func plugins(server: String? = nil, graphFolder: String?, trustGraphFolder: Bool, needing: Set<String>?) throws -> HostRegistry.Loaded {
         do {
-            return try HostRegistry.load(server: server, graphFolder: trustGraphFolder ? graphFolder : nil, needing: needing)
+            let loaded = try HostRegistry.load(server: server, graphFolder: trustGraphFolder ? graphFolder : nil, needing: needing)
+            for (type, file) in loaded.pluginFiles.sorted(by: { $0.key < $1.key }) { log.debug("plugin node type '\(type)' from \(file)") }
+            for failure in loaded.failures { log.debug("a plugin did not load: \(failure)") }
+            return loaded
         } catch {
             printError("error: \(error)")
             throw ExitCode(ExitStatus.failure)
         }
     }
 
-    /// Loads and checks a graph, printing every problem to standard error.
+    /// Loads and checks a graph, printing every problem to standard error. A file whose only
+    /// reading problems are keys the reader skipped (an unknown top-level key) is checked on,
+    /// so its other errors are reported with them.
     static func compile(
         _ argument: String, options: GraphCompiler.Options = .init(), server: String? = nil, oneLine: Bool = false,
         trustGraphFolder: Bool = false, adjust: (inout GraphDescription) -> Void = { _ in }
     ) throws -> CompiledGraph {
         do {
-            var description = try description(of: argument, oneLine: oneLine)
-            adjust(&description)
-            let loaded = try plugins(
-                server: server, graphFolder: description.baseDirectory, trustGraphFolder: trustGraphFolder,
-                needing: Set(description.nodes.map(\.type)))
-            do {
-                return try GraphCompiler(registry: loaded.registry, options: options).compile(description)
-            } catch {
-                var explained = loaded.explaining(error)
-                if !trustGraphFolder, let folder = description.baseDirectory {
-                    explained = PluginOptions.hintUntrusted(folder: folder, in: explained)
-                }
-                throw explained
-            }
+            return try checked(argument, options: options, server: server, oneLine: oneLine, trustGraphFolder: trustGraphFolder, adjust: adjust)
         } catch let diagnostics as GraphDiagnostics {
             printError(diagnostics.description)
             throw ExitCode(ExitStatus.failure)
         }
+    }
+
+    /// `compile` without printing: the graph, or its diagnostics thrown (a plugin that
+    /// fails to load still prints and exits 1).
+    static func checked(
+        _ argument: String, options: GraphCompiler.Options = .init(), server: String? = nil, oneLine: Bool = false,
+        trustGraphFolder: Bool = false, adjust: (inout GraphDescription) -> Void = { _ in }
+    ) throws -> CompiledGraph {
+        let reading = reading(of: argument, oneLine: oneLine)
+        guard reading.diagnostics.isEmpty || reading.onlySkippedKeys else { throw GraphDiagnostics(reading.diagnostics) }
+        var description = reading.partial
+        adjust(&description)
+        let loaded = try plugins(
+            server: server, graphFolder: description.baseDirectory, trustGraphFolder: trustGraphFolder,
+            needing: Set(description.nodes.map(\.type)))
+        let compiled: CompiledGraph
+        do {
+            compiled = try GraphCompiler(registry: loaded.registry, options: options).compile(description)
+        } catch {
+            var explained = loaded.explaining(error)
+            if !trustGraphFolder, let folder = description.baseDirectory {
+                explained = PluginOptions.hintUntrusted(folder: folder, in: explained)
+            }
+            throw reading.combined(with: explained)
+        }
+        guard reading.diagnostics.isEmpty else { throw GraphDiagnostics(reading.diagnostics) }
+        log.debug("graph '\(description.name)' checked: \(compiled.nodes.count) nodes, \(compiled.edges.count) links\(options.isLive ? ", live" : "")")
+        return compiled
     }
 }
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import SluiceGraph
 import SluicePlugins
 
-struct PluginsCommand: ParsableCommand {
+struct PluginsCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugins",
         abstract: "List the plugins on the search path, where each was found, and their node types.",
@@ -15,6 +15,7 @@ struct PluginsCommand: ParsableCommand {
             """
     )
 
+
     @Option(name: .long, help: "Search this graph file's folder first, as running the graph would.")
     var graph: String?
 
@@ -22,6 +23,8 @@ struct PluginsCommand: ParsableCommand {
     var verbose = false
 
     @OptionGroup var plugins: PluginOptions
+
+    @OptionGroup var logging: LoggingOptions
 
     func run() throws {
         let graphFolder = graph.map(PluginsCommand.folder(of:))

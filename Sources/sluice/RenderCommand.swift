@@ -4,17 +4,18 @@ import SluiceAudio
 import SluiceGraph
 import SluiceNodes
 
-struct RenderCommand: ParsableCommand {
+struct RenderCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "render",
         abstract: "Render a graph offline, on a virtual clock, as it would play.",
         discussion: """
-            The first sink's audio goes to OUTPUT (WAV as 32-bit float, or FLAC as 24-bit when \
-            it ends in .flac) in place of the sink, so a graph written for JACK renders \
-            unchanged. Without -o the graph's own sinks are used (a wav.sink writes its file). \
+            The first sink's audio goes to -o/--output (WAV as 32-bit float, or FLAC as 24-bit \
+            when it ends in .flac; any other extension is refused) in place of the sink, so a \
+            graph written for JACK renders unchanged. Without -o the graph's own sinks are used (a wav.sink writes its file). \
             The output is the same on every run.
             """
     )
+
 
     @Argument(help: "A graph file, or a one-line graph in quotes.")
     var graph: String
@@ -37,9 +38,12 @@ struct RenderCommand: ParsableCommand {
 
     @OptionGroup var plugins: PluginOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     func validate() throws {
         if let rate, !(1000...384_000).contains(rate) { throw ValidationError("--rate must be 1000…384000 Hz") }
         if let block, !GraphLimits.blockFrames.contains(block) { throw ValidationError("--block must be 16…8192 frames") }
+        if let output { try OutputFile.check(output) }
     }
 
     func run() throws {
@@ -54,8 +58,7 @@ struct RenderCommand: ParsableCommand {
                 printError("error: the graph has no sink to render")
                 throw ExitCode(1)
             }
-            let flac = output.lowercased().hasSuffix(".flac")
-            file = try SoundFileWriter(path: output, sampleRate: sinkRate, channels: channels, sampleFormat: flac ? .s24le : .f32le)
+            file = try SoundFileWriter(path: output, sampleRate: sinkRate, channels: channels, sampleFormat: OutputFile.defaultSampleFormat(for: output))
             renderer.output = { index, samples in
                 guard index == 0 else { return }
                 try file!.write(samples.baseAddress!, frames: samples.count / channels)

@@ -3,7 +3,7 @@ import Foundation
 import SluiceGraph
 import SluiceJACK
 
-struct RunCommand: ParsableCommand {
+struct RunCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Play a graph live (into JACK), until the stream has played out.",
@@ -13,6 +13,7 @@ struct RunCommand: ParsableCommand {
             test server; under PipeWire, run through `pw-jack`).
             """
     )
+
 
     @Argument(help: "A graph file, or a one-line graph in quotes.")
     var graph: String
@@ -29,17 +30,20 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var plugins: PluginOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     func run() throws {
         try LivePlayback.play(graph, text: text, server: server, stats: stats, failures: failures, trustGraphFolder: plugins.trustGraphFolder)
     }
 }
 
-struct LaunchCommand: ParsableCommand {
+struct LaunchCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "launch",
         abstract: "Play a one-line graph live, in the manner of gst-launch.",
         discussion: "sluice launch 'tone frequency=440 duration=2 ! fader ! jack.sink'"
     )
+
 
     @Argument(help: "The graph: TYPE key=value … ! TYPE … ! jack.sink")
     var elements: [String]
@@ -51,6 +55,8 @@ struct LaunchCommand: ParsableCommand {
     var stats: StatsFormat?
 
     @OptionGroup var failures: FailureOptions
+
+    @OptionGroup var logging: LoggingOptions
 
     func run() throws {
         try LivePlayback.play(elements.joined(separator: " "), text: nil, server: server, stats: stats, failures: failures, oneLine: true)

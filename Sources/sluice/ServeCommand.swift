@@ -4,7 +4,7 @@ import SluiceControl
 import SluiceGraph
 import SluiceJACK
 
-struct ServeCommand: ParsableCommand {
+struct ServeCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Keep a graph playing, its JACK client and ports up, and take commands while it plays.",
@@ -19,6 +19,7 @@ struct ServeCommand: ParsableCommand {
             open for more text until then). Exit status: 0 after quit or the end, 130 after Ctrl-C.
             """
     )
+
 
     @Argument(help: "A graph file, or a one-line graph in quotes.")
     var graph: String
@@ -41,6 +42,8 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup var failures: FailureOptions
 
     @OptionGroup var plugins: PluginOptions
+
+    @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         if let oscPort, !(0...65_535).contains(oscPort) {
@@ -98,7 +101,7 @@ struct ServeCommand: ParsableCommand {
     }
 }
 
-struct CtlCommand: ParsableCommand {
+struct CtlCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "ctl",
         abstract: "Send a command to a graph that `sluice serve` runs, and print its reply.",
@@ -116,6 +119,7 @@ struct CtlCommand: ParsableCommand {
             accepted the command, 1 when it refused it (the reply says why), 2 on a usage error.
             """
     )
+
 
     @Option(name: .long, help: "The control socket (default: the one `sluice serve` uses for --graph).")
     var socket: String?
@@ -143,6 +147,8 @@ struct CtlCommand: ParsableCommand {
 
     @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | connect PORT PORT | disconnect PORT PORT | status | parameters | pause | resume | quit")
     var words: [String] = []
+
+    @OptionGroup var logging: LoggingOptions
 
     func run() throws {
         let line = try requestLine()

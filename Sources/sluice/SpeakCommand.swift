@@ -3,7 +3,7 @@ import Foundation
 import SluiceGraph
 import SluiceSpeech
 
-struct SpeakCommand: ParsableCommand {
+struct SpeakCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
         commandName: "speak",
         abstract: "Speak text into JACK (or into a file) through a speech graph.",
@@ -16,6 +16,7 @@ struct SpeakCommand: ParsableCommand {
             error; --stats json prints every figure on standard output.
             """
     )
+
 
     @Argument(help: "The text, or `-` to read standard input as it arrives.")
     var text: String
@@ -41,8 +42,15 @@ struct SpeakCommand: ParsableCommand {
     @Option(name: .customLong("max-buffered"), help: "The most seconds of audio the sink holds.")
     var maxBuffered: Double?
 
-    @Option(name: .shortAndLong, help: "Render into this file (.wav, or .flac) instead of playing into JACK.")
-    var out: String?
+    @Option(name: .shortAndLong, help: "Render into this file (.wav, or .flac) instead of playing into JACK (--out is its old name).")
+    var output: String?
+
+    /// The spelling before `-o/--output` was the same on every command; still read.
+    @Option(name: .customLong("out"), help: .hidden)
+    var oldOutput: String?
+
+    /// The file to write, however it was given.
+    var outputFile: String? { output ?? oldOutput }
 
     @Option(name: .long, help: "The JACK server (default: $JACK_DEFAULT_SERVER, then \"default\").")
     var server: String?
@@ -64,6 +72,8 @@ struct SpeakCommand: ParsableCommand {
 
     @OptionGroup var plugins: PluginOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     enum StrategyName: String, ExpressibleByArgument, CaseIterable {
         case stream, buffered, auto
         case generateFirst = "generate-first"
@@ -79,6 +89,8 @@ struct SpeakCommand: ParsableCommand {
         for setting in settings where !setting.contains("=") {
             throw ValidationError("--set takes name=value, not '\(setting)'")
         }
+        if output != nil && oldOutput != nil { throw ValidationError("give the output file once: -o/--output (--out is its old name)") }
+        if let outputFile { try OutputFile.check(outputFile) }
     }
 
     func run() throws {
@@ -86,6 +98,7 @@ struct SpeakCommand: ParsableCommand {
         if let graph { configuration.graph = .file(path: graph) }
         configuration.provider = provider
         configuration.voice = voice
+        configuration.sourceNames = .init(provider: "--provider", voice: "--voice", setting: "--set")
         for setting in settings {
             let parts = setting.split(separator: "=", maxSplits: 1)
             configuration.settings[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
@@ -100,11 +113,11 @@ struct SpeakCommand: ParsableCommand {
         configuration.maxBuffered = maxBuffered
         if let firstClause { configuration.chunker.earlyFirstClause = firstClause == 0 ? nil : firstClause }
         configuration.trustGraphFolder = plugins.trustGraphFolder
-        configuration.output = out.map { .file(path: $0) } ?? .jack(server: server)
+        configuration.output = outputFile.map { .file(path: $0) } ?? .jack(server: server)
         if !noCache {
             // A folder the cache cannot use (or refuses: a link, another user's, open to
             // writers) costs only the caching; the reason is said once.
-            do { configuration.cache = try SynthesisCache() } catch { printError("warning: synthesis cache off: \(error)") }
+            do { configuration.cache = try SynthesisCache() } catch { log.warning("synthesis cache off: \(error)") }
         }
 
         let speech = try Self.controller(configuration)
@@ -128,10 +141,10 @@ struct SpeakCommand: ParsableCommand {
             throw ExitCode(ExitStatus.interrupted)
         } catch SpeechError.provider(let failure) where failures.keepGoing {
             // The audio received before the failure played out (or was written), faded.
-            printError("warning: \(failure)")
+            log.warning("\(failure)")
             result = failure.result
         } catch let error as SpeechError {
-            printError("error: \(error)")
+            printError(Self.errorText(error))
             if case .provider(let failure) = error { printError("heard: \(failure.result.heard.heard)") }
             throw ExitCode(ExitStatus.failure)
         }
@@ -152,9 +165,16 @@ struct SpeakCommand: ParsableCommand {
         do {
             return try SpeechController(configuration)
         } catch {
-            printError("error: \(error)")
+            printError(errorText(error))
             throw ExitCode(ExitStatus.failure)
         }
+    }
+
+    /// `error: …`; a graph's diagnostics carry their own (`file:line:column: error: …`).
+    static func errorText(_ error: any Error) -> String {
+        let text = "\(error)"
+        let firstLine = text.prefix { $0 != "\n" }
+        return firstLine.hasPrefix("error: ") || firstLine.contains(": error: ") ? text : "error: " + text
     }
 
     /// One line: time to first audio, duration, underruns.

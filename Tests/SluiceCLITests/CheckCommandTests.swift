@@ -22,18 +22,18 @@ struct CheckCommandTests {
         #expect(Set(CLI.graphFiles()).isSuperset(of: Self.shippedGraphs.keys))
     }
 
-    @Test("every graph in graphs/ checks ok, with its node and link counts", arguments: CLI.graphFiles())
+    @Test("every graph in graphs/ checks ok, with its node and link counts: a summary, on standard error", arguments: CLI.graphFiles())
     func shippedGraphChecks(_ name: String) throws {
         let path = "graphs/\(name)"
         let outcome = try CLI.sluice(["check", path])
         #expect(outcome.status == 0, "\(outcome.standardError)")
-        #expect(outcome.standardError == "")
+        #expect(outcome.standardOutput == "")
         if let (nodes, links) = Self.shippedGraphs[name] {
-            #expect(outcome.standardOutput == "\(path): ok (\(nodes) nodes, \(links) links)\n")
+            #expect(outcome.standardError == "\(path): ok (\(nodes) nodes, \(links) links)\n")
         } else {
             // A graph added since: the line's shape is still fixed.
-            #expect(outcome.standardOutput.wholeMatch(of: /graphs\/[^:]+: ok \(\d+ nodes, \d+ links\)\n/) != nil,
-                    "\(outcome.standardOutput)")
+            #expect(outcome.standardError.wholeMatch(of: /graphs\/[^:]+: ok \(\d+ nodes, \d+ links\)\n/) != nil,
+                    "\(outcome.standardError)")
         }
     }
 
@@ -41,8 +41,10 @@ struct CheckCommandTests {
     func verboseShowsPlacement() throws {
         let speech = try CLI.sluice(["check", "--verbose", "graphs/speak.yaml"])
         #expect(speech.status == 0, "\(speech.standardError)")
+        // The listing is data (standard output); the verdict went to standard error.
+        #expect(speech.standardError == "graphs/speak.yaml: ok (7 nodes, 6 links)\n")
         let lines = speech.standardOutput.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-        let placement = Dictionary(uniqueKeysWithValues: lines.dropFirst().map { ($0[0], $0[1]) })
+        let placement = Dictionary(uniqueKeysWithValues: lines.map { ($0[0], $0[1]) })
         #expect(placement == [
             "voice": "source-thread", "align": "worker", "resample": "worker", "xfade": "worker",
             "fade": "worker", "stereo": "worker", "out": "jack-cycle",
@@ -51,7 +53,8 @@ struct CheckCommandTests {
         #expect(speech.standardOutput.contains("(quality auto: soxr-hq here, speex-6 live)"), "\(speech.standardOutput)")
         let live = try CLI.sluice(["check", "-v", "graphs/live-gain.yaml"])
         #expect(live.status == 0, "\(live.standardError)")
-        #expect(live.standardOutput.split(separator: "\n").dropFirst().allSatisfy { $0.contains(" jack-cycle ") }, "\(live.standardOutput)")
+        #expect(live.standardOutput.split(separator: "\n").count == 3, "\(live.standardOutput)")
+        #expect(live.standardOutput.split(separator: "\n").allSatisfy { $0.contains(" jack-cycle ") }, "\(live.standardOutput)")
     }
 
     /// Writes `yaml` as `name` in the temporary folder and checks it from there, so messages
@@ -175,12 +178,50 @@ struct CheckCommandTests {
             """))
     }
 
+    @Test("an unknown top-level key does not hide the file's other errors: all of them, in file order")
+    func unknownKeyHidesNothing() throws {
+        let outcome = try check("""
+            name: keys
+            colour: red
+            nodes:
+              a4:   { type: tone, frequncy: 440 }
+              fade: { type: fadr }
+              out:  { type: wav.sink, path: x.wav }
+            links:
+              - a4 -> fade -> out
+            playback: { strategy: auto, tempo: fast }
+
+            """, as: "keys.yaml")
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput == "")
+        let errors = outcome.standardError.split(separator: "\n").filter { !$0.hasPrefix("  fix:") }
+        #expect(errors == [
+            "keys.yaml:2:1: error: unknown top-level key 'colour'",
+            "keys.yaml:4:23: error: node 'a4' (tone) has no parameter 'frequncy'",
+            "keys.yaml:5:17: error: unknown node type 'fadr' for node 'fade'",
+            "keys.yaml:9:29: error: unknown playback setting 'tempo'",
+        ], "\(outcome.standardError)")
+        // With the other errors fixed, the unknown key alone still fails the check.
+        let alone = try check("nodes:\n  a4: { type: tone }\n  out: { type: null.sink }\nlinks: [a4 -> out]\ncolour: red\n", as: "alone.yaml")
+        #expect(alone.status == 1)
+        #expect(alone.standardError.hasPrefix("alone.yaml:5:1: error: unknown top-level key 'colour'\n"), "\(alone.standardError)")
+    }
+
+    @Test("a structural error still stops the check before the graph's meaning (it could not be read whole)")
+    func structuralErrorStops() throws {
+        let outcome = try check("nodes:\n  a4: { type: tone, frequncy: 440 }\n  b: [1, 2]\ncolour: red\n", as: "broken.yaml")
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("node 'b' must be a mapping"), "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("unknown top-level key 'colour'"))
+        #expect(!outcome.standardError.contains("frequncy"), "\(outcome.standardError)")
+    }
+
     @Test("a one-line graph checks ok")
     func oneLineGraph() throws {
         let outcome = try CLI.sluice(["check", "tone ! fader ! null.sink"])
         #expect(outcome.status == 0, "\(outcome.standardError)")
-        #expect(outcome.standardOutput == "tone ! fader ! null.sink: ok (3 nodes, 2 links)\n")
-        #expect(outcome.standardError == "")
+        #expect(outcome.standardError == "tone ! fader ! null.sink: ok (3 nodes, 2 links)\n")
+        #expect(outcome.standardOutput == "")
     }
 
     @Test("a broken one-line graph is placed on the command line")

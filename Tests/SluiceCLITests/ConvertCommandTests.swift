@@ -37,9 +37,11 @@ struct ConvertCommandTests {
         let output = folder.appendingPathComponent("out.wav")
         try writeWAV(Signals.sine(frequency: 1_000, sampleRate: 24_000, frames: 24_000), rate: 24_000, to: input)
 
-        let outcome = try CommandRunner.run("sluice", ["convert", input.path, output.path, "--rate", "48000", "--channels", "2", "--quality", "sinc-best"])
+        let outcome = try CommandRunner.run("sluice", ["convert", input.path, "-o", output.path, "--rate", "48000", "--channels", "2", "--quality", "sinc-best"])
         #expect(outcome.status == 0, "\(outcome.standardError)")
-        #expect(outcome.standardOutput.contains("S16LE 48000 Hz, 2 ch, 48000 frames"))
+        // The summary goes to standard error, as every command's; nothing is data here.
+        #expect(outcome.standardError.contains("S16LE 48000 Hz, 2 ch, 48000 frames"), "\(outcome.standardError)")
+        #expect(outcome.standardOutput == "")
 
         let (samples, rate, channels) = try readWAV(output)
         #expect(rate == 48_000 && channels == 2)
@@ -53,6 +55,31 @@ struct ConvertCommandTests {
         let range = 1_000..<47_000
         let snr = Signals.snr(measured: Array(left[range]), reference: Array(ideal[range]))
         #expect(snr >= 80, "SNR \(snr) dB")
+    }
+
+    @Test("the output as a second argument, the older form, still works and writes the same file")
+    func positionalOutput() throws {
+        let input = folder.appendingPathComponent("old-sine.wav")
+        try writeWAV(Signals.sine(frequency: 500, sampleRate: 24_000, frames: 2_400), rate: 24_000, to: input)
+        let option = folder.appendingPathComponent("option.wav"), positional = folder.appendingPathComponent("positional.wav")
+        #expect(try CommandRunner.run("sluice", ["convert", input.path, "--output", option.path, "--rate", "48000"]).status == 0)
+        #expect(try CommandRunner.run("sluice", ["convert", input.path, positional.path, "--rate", "48000"]).status == 0)
+        #expect(try Data(contentsOf: option) == Data(contentsOf: positional))
+    }
+
+    @Test("the output given twice, or not at all, or with an extension Sluice does not write: a usage error")
+    func outputRefusals() throws {
+        let twice = try CommandRunner.run("sluice", ["convert", "a.wav", "b.wav", "-o", "c.wav"])
+        #expect(twice.status == 2)
+        #expect(twice.standardError.contains("give the file to write once: -o/--output FILE"), "\(twice.standardError)")
+        let none = try CommandRunner.run("sluice", ["convert", "a.wav"])
+        #expect(none.status == 2)
+        #expect(none.standardError.contains("name the file to write: -o/--output FILE"), "\(none.standardError)")
+        let mp3 = folder.appendingPathComponent("x.mp3")
+        let refused = try CommandRunner.run("sluice", ["convert", "a.wav", "-o", mp3.path])
+        #expect(refused.status == 2)
+        #expect(refused.standardError.contains("Sluice writes .wav (WAV) or .flac (FLAC), not .mp3"), "\(refused.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: mp3.path))
     }
 
     @Test("a missing input is an error naming the file")

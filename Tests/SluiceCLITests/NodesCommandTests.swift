@@ -108,3 +108,87 @@ struct NodesCommandTests {
         #expect(outcome.standardError == "error: unknown node type 'xyzzyq'\n")
     }
 }
+
+/// Plugin node types in `sluice nodes`, marked with their file as gst-inspect marks elements
+/// with their plugin, and `--json`.
+@Suite("sluice nodes: plugins and --json")
+struct NodesCommandPluginTests {
+    /// The plugins built beside the tool, each with the types it provides.
+    static let plugins: [(file: String, types: [String])] = [
+        ("libsluice-ducker.so", ["ducker"]), ("libsluice-espeak.so", ["espeak"]), ("libsluice-elevenlabs.so", ["elevenlabs"]),
+        ("libsluice-openai.so", ["openai"]), ("libsluice-http-pcm.so", ["http-pcm"]),
+    ]
+
+    @Test("the plugins' types are listed beside the built-in ones, each with the file it comes from")
+    func pluginTypesListed() throws {
+        let outcome = try CLI.sluice(["nodes"], environment: ["SLUICE_PLUGIN_PATH": ""])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let entries = NodesCommandTests.entries(outcome.standardOutput)
+        for (file, types) in Self.plugins {
+            for type in types {
+                let entry = try #require(entries.first { $0.type == type }, "'\(type)' is not listed")
+                let lines = entry.text.split(separator: "\n")
+                #expect(lines.dropFirst().first == "  plugin  \(CommandRunner.productsFolder.appendingPathComponent(file).path)", "\(entry.text)")
+            }
+        }
+        // Built-in types carry no such line.
+        let tone = try #require(entries.first { $0.type == "tone" })
+        #expect(!tone.text.contains("  plugin  "))
+        #expect(entries.first { $0.type == "ducker" }?.kind == "processor")
+        #expect(entries.first { $0.type == "espeak" }?.kind == "source")
+    }
+
+    @Test("--builtin lists only the built-in types")
+    func builtinOnly() throws {
+        let outcome = try CLI.sluice(["nodes", "--builtin"])
+        #expect(outcome.status == 0)
+        let types = Set(NodesCommandTests.entries(outcome.standardOutput).map(\.type))
+        #expect(types == Set(NodesCommandTests.builtins.map(\.type) + ["jack.sink", "jack.source"]))
+    }
+
+    @Test("--json: every type with its kind, plugin file, ports and parameters (type, range, default, unit, live, summary)")
+    func json() throws {
+        let outcome = try CLI.sluice(["nodes", "--json"], environment: ["SLUICE_PLUGIN_PATH": ""])
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let types = try #require(try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+        let text = try CLI.sluice(["nodes"], environment: ["SLUICE_PLUGIN_PATH": ""]).standardOutput
+        #expect(types.compactMap { $0["type"] as? String } == NodesCommandTests.entries(text).map(\.type), "the same types, in the same order")
+
+        let fader = try #require(types.first { $0["type"] as? String == "fader" })
+        #expect(fader["kind"] as? String == "processor")
+        #expect(fader["plugin"] == nil)
+        let inputs = try #require(fader["inputs"] as? [[String: Any]])
+        #expect(inputs.first?["name"] as? String == "in" && inputs.first?["medium"] as? String == "frames")
+        let parameters = try #require(fader["parameters"] as? [[String: Any]])
+        #expect(parameters.compactMap { $0["name"] as? String } == ["length", "gain", "ramp"])
+        let length = parameters[0], gain = parameters[1]
+        #expect(length["type"] as? String == "integer" && length["minimum"] as? Int == 0 && length["maximum"] as? Int == 48_000)
+        #expect(length["default"] as? Int == 256 && length["unit"] as? String == "frames" && length["live"] as? Bool == false)
+        #expect(gain["type"] as? String == "number" && gain["maximum"] as? Double == 4 && gain["live"] as? Bool == true)
+        #expect((gain["summary"] as? String)?.hasPrefix("Linear gain") == true)
+
+        let wavSink = try #require(types.first { $0["type"] as? String == "wav.sink" })
+        let format = try #require((wavSink["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "format" })
+        #expect(format["type"] as? String == "choice" && format["choices"] as? [String] == ["auto", "wav", "flac"])
+        let path = try #require((wavSink["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "path" })
+        #expect(path["required"] as? Bool == true && path["default"] == nil)
+
+        let mixer = try #require(types.first { $0["type"] as? String == "mixer" })
+        #expect(mixer["inputCountParameter"] as? String == "inputs")
+
+        let espeak = try #require(types.first { $0["type"] as? String == "espeak" })
+        #expect(espeak["plugin"] as? String == CommandRunner.productsFolder.appendingPathComponent("libsluice-espeak.so").path)
+        let rate = try #require((espeak["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "rate" })
+        #expect(rate["unit"] as? String == "wpm" && rate["default"] as? Int == 175)
+    }
+
+    @Test("--json with named types: just those; --json and --markdown together: a usage error")
+    func jsonSelection() throws {
+        let outcome = try CLI.sluice(["nodes", "tone", "--json"])
+        let types = try #require(try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+        #expect(types.compactMap { $0["type"] as? String } == ["tone"])
+        let both = try CLI.sluice(["nodes", "--json", "--markdown"])
+        #expect(both.status == 2)
+        #expect(both.standardError.contains("give --markdown or --json, not both"))
+    }
+}

@@ -95,3 +95,46 @@ import Testing
         #expect(outcome.standardError.contains("--set takes name=value"), "\(outcome.standardError)")
     }
 }
+
+/// Errors in the standard speech graph name what the user typed, the option and its value,
+/// never a line of the built-in graph.
+@Suite struct SpeakCommandErrorTests {
+    static func speak(_ arguments: [String]) throws -> CommandRunner.Outcome {
+        let folder = TemporaryFolder()
+        return try CLI.sluice(["speak", "Hi."] + arguments + ["-o", folder.file("x.wav").path, "--no-cache"])
+    }
+
+    @Test("each error begins with the option as typed", arguments: [
+        (["--provider", "espek"], "error: --provider espek: unknown node type 'espek' for node 'voice'\n  fix: did you mean 'espeak'?"),
+        (["--set", "rate=fast"], "error: --set rate=fast: parameter 'rate' (wpm) of node 'voice' must be an integer in 80…450, got 'fast'"),
+        (["--set", "rat=200"], "error: --set rat=200: node 'voice' (espeak) has no parameter 'rat'\n  fix: did you mean 'rate'?"),
+        (["--voice", "qqq"], "error: --voice qqq: node 'voice' (espeak): 'espeak' (plugin "),
+        (["--provider", "http-pcm"], "error: --provider http-pcm: node 'voice' (http-pcm) needs parameter 'url'"),
+    ])
+    func namesTheOption(_ arguments: [String], _ expected: String) throws {
+        let outcome = try Self.speak(arguments)
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.hasPrefix(expected), "\(outcome.standardError)")
+        #expect(!outcome.standardError.contains("<standard speech graph>"), "\(outcome.standardError)")
+        #expect(!outcome.standardError.contains("error: error:"), "\(outcome.standardError)")
+    }
+
+    @Test("a graph file's own errors keep their file:line:column; an option's value there is named by the option")
+    func graphFileAndOption() throws {
+        let folder = TemporaryFolder()
+        let graph = try folder.write("""
+            name: mine
+            nodes:
+              voice: { type: espeak, rate: 175 }
+              align: { type: aligner }
+              out:   { type: null.sink, rate: 22050 }
+            links:
+              - voice -> align -> out
+
+            """, to: "mine.yaml")
+        let outcome = try CLI.sluice(["speak", "Hi.", "--graph", graph.path, "--set", "pitch=high", "-o", folder.file("x.wav").path])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.hasPrefix("error: --set pitch=high: parameter 'pitch' of node 'voice' must be an integer in 0…100, got 'high'"),
+                "\(outcome.standardError)")
+    }
+}

@@ -487,3 +487,41 @@ import Testing
         expectOne(found, "could not find expected ':'", line: 4, column: 7, file: "end.yaml")
     }
 }
+
+/// `GraphFile.read`: what was read kept beside the problems, and whether they are only keys
+/// the reader skipped (so a checker may go on and find the file's other errors).
+@Suite struct GraphFileReadingTests {
+    @Test("unknown top-level keys and playback settings only: the rest read as written, onlySkippedKeys")
+    func skippedKeys() throws {
+        let reading = GraphFile.read("colour: red\nnodes:\n  a: { type: tone }\nplayback: { tempo: 3, block: 512 }\n", file: "g.yaml")
+        #expect(reading.onlySkippedKeys)
+        #expect(reading.diagnostics.map(\.message) == ["unknown top-level key 'colour'", "unknown playback setting 'tempo'"])
+        #expect(reading.partial.nodes.map(\.type) == ["tone"])
+        #expect(reading.partial.playback.blockFrames == 512)
+        #expect(throws: GraphDiagnostics.self) { try reading.graph() }
+    }
+
+    @Test("any other problem: not onlySkippedKeys; YAML that does not parse neither")
+    func otherProblems() {
+        #expect(!GraphFile.read("colour: red\nnodes:\n  a: [1]\n", file: "g.yaml").onlySkippedKeys)
+        #expect(!GraphFile.read("nodes: {\n", file: "g.yaml").onlySkippedKeys)
+        #expect(!GraphFile.read(path: "/nonexistent/g.yaml").onlySkippedKeys)
+    }
+
+    @Test("combined(with:) puts a checker's errors among the reader's, in file order")
+    func combined() {
+        let reading = GraphFile.read("nodes:\n  a: { type: tone }\ncolour: red\n", file: "g.yaml")
+        let checker = GraphDiagnostics([
+            GraphDiagnostic("late", at: SourceLocation(file: "g.yaml", line: 9, column: 1)),
+            GraphDiagnostic("early", at: SourceLocation(file: "g.yaml", line: 2, column: 3)),
+        ])
+        #expect(reading.combined(with: checker).diagnostics.map(\.message) == ["early", "unknown top-level key 'colour'", "late"])
+    }
+
+    @Test("a clean file: no diagnostics, graph() is the description")
+    func clean() throws {
+        let reading = GraphFile.read("nodes:\n  a: { type: tone }\n", file: "g.yaml")
+        #expect(reading.diagnostics.isEmpty)
+        #expect(try reading.graph() == GraphFile.parse("nodes:\n  a: { type: tone }\n", file: "g.yaml"))
+    }
+}

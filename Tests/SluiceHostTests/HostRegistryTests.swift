@@ -37,3 +37,22 @@ import Testing
         #expect(loaded.explaining(unknown).diagnostics.first?.fix?.contains("did not load: ") == true)
     }
 }
+
+/// Where each plugin node type came from (what `sluice nodes` marks them with), and the one
+/// version constant.
+@Suite struct HostRegistryOriginTests {
+    @Test("load: each plugin type maps to the file that provides it; built-in types are not there")
+    func pluginFiles() throws {
+        let folder = CommandRunner.productsFolder.path
+        let loaded = try HostRegistry.load(graphFolder: nil, pluginFolders: [folder])
+        #expect(loaded.pluginFiles["ducker"] == folder + "/libsluice-ducker.so")
+        #expect(loaded.pluginFiles["espeak"] == folder + "/libsluice-espeak.so")
+        #expect(loaded.pluginFiles["fader"] == nil && loaded.pluginFiles["jack.sink"] == nil)
+        #expect(Set(loaded.pluginFiles.keys).isSubset(of: Set(loaded.registry.all.map(\.descriptor.typeName))))
+    }
+
+    @Test("SluiceVersion is MAJOR.MINOR.PATCH")
+    func version() {
+        #expect(SluiceVersion.string.wholeMatch(of: /\d+\.\d+\.\d+/) != nil, "\(SluiceVersion.string)")
+    }
+}

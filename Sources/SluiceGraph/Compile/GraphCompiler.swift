@@ -10,10 +10,17 @@ public struct GraphCompiler {
         /// Plays every sink at this rate (`sluice render --rate`), in place of a sink's own
         /// `rate` parameter; nil keeps the sinks' own.
         public var sinkRate: Int?
+        /// Checked offline (not live): the rate every device endpoint stands at, in place of a
+        /// server's — a device sink decides it for the `auto` rates upstream, a device source
+        /// records at it. `sluice dot` checks a graph at two such rates to tell the links whose
+        /// rate a server decides (drawn `auto`) from the rest. Nil: offline, a device sink
+        /// decides no rate (its input's stands) and a device source takes the sinks'.
+        public var deviceRate: Int?
 
-        public init(isLive: Bool = false, sinkRate: Int? = nil) {
+        public init(isLive: Bool = false, sinkRate: Int? = nil, deviceRate: Int? = nil) {
             self.isLive = isLive
             self.sinkRate = sinkRate
+            self.deviceRate = deviceRate
         }
     }
 
@@ -407,7 +414,8 @@ public struct GraphCompiler {
         for index in order.reversed() {
             let node = state.nodes[index]
             if let sink = node.instance as? any SinkNode {
-                downstreamRate[index] = options.sinkRate ?? sink.decidedRate(live: options.isLive)
+                let standIn = !options.isLive && node.instance is any DeviceEndpoint ? options.deviceRate : nil
+                downstreamRate[index] = options.sinkRate ?? standIn ?? sink.decidedRate(live: options.isLive)
             } else {
                 downstreamRate[index] = nil
                 for linkIndex in state.outgoing[index] {
@@ -436,7 +444,8 @@ public struct GraphCompiler {
                 inputs.append(format)
             }
             guard known else { continue }  // upstream already failed
-            let context = FormatContext(downstreamRate: downstreamRate[index], blockFrames: block, isLive: options.isLive)
+            var context = FormatContext(downstreamRate: downstreamRate[index], blockFrames: block, isLive: options.isLive)
+            if !options.isLive { context.deviceRate = options.deviceRate }
             do throws(FormatMismatch) {
                 let outputs = try node.instance.outputFormats(for: inputs, context: context)
                 precondition(outputs.count == node.outputPorts.count,

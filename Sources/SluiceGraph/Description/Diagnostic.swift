@@ -11,7 +11,16 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
         self.column = column
     }
 
-    public var description: String { "\(file):\(line):\(column)" }
+    /// A value given on the command line rather than in a file (`sluice speak --set rate=fast`):
+    /// the option as the user typed it, in `file`, with line 0.
+    public static func option(_ text: String) -> SourceLocation {
+        SourceLocation(file: text, line: 0, column: 0)
+    }
+
+    /// Whether this names a command-line option (`option(_:)`), not a place in a file.
+    public var isOption: Bool { line == 0 }
+
+    public var description: String { isOption ? file : "\(file):\(line):\(column)" }
 }
 
 /// An error in a graph: where it is, what is wrong, and what would fix it. Printed in the
@@ -27,8 +36,10 @@ public struct GraphDiagnostic: Error, Sendable, Hashable, CustomStringConvertibl
         self.fix = fix
     }
 
+    /// `file:line:column: error: message`, or `error: --option value: message` for a value
+    /// given on the command line.
     public var description: String {
-        var text = location.map { "\($0): error: " } ?? "error: "
+        var text = location.map { $0.isOption ? "error: \($0): " : "\($0): error: " } ?? "error: "
         text += message
         if let fix { text += "\n  fix: " + fix }
         return text

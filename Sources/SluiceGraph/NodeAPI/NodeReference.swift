@@ -73,3 +73,68 @@ public enum NodeReference {
         return parameter.defaultValue.map { "default \($0)" } ?? "optional"
     }
 }
+
+extension NodeReference {
+    /// One node type as data, for programs (`sluice nodes --json`): its name, kind, summary,
+    /// ports (with the parameter that counts variable ones) and parameters, each with its
+    /// type, range or choices, default, unit, whether it is required and whether it is live.
+    public static func json(of descriptor: NodeDescriptor) -> JSONValue {
+        func port(_ port: PortDescriptor) -> JSONValue {
+            ["name": .string(port.name), "medium": .string(port.medium.rawValue), "required": .bool(port.isRequired),
+             "summary": .string(port.summary)]
+        }
+        return .object([
+            ("type", .string(descriptor.typeName)),
+            ("kind", .string(descriptor.kind.rawValue)),
+            ("summary", .string(descriptor.summary)),
+            ("inputs", .array(descriptor.inputs.map(port))),
+            ("inputCountParameter", descriptor.inputCountParameter.map(JSONValue.string)),
+            ("outputs", .array(descriptor.outputs.map(port))),
+            ("outputCountParameter", descriptor.outputCountParameter.map(JSONValue.string)),
+            ("parameters", .array(descriptor.parameters.map(json(of:)))),
+        ])
+    }
+
+    /// One parameter as data: `type` is number, integer, boolean, string, path, choice, rate
+    /// or list; `minimum`/`maximum` for the ranged ones, `choices` for a choice, `auto: true`
+    /// for a rate (which also takes `auto`).
+    public static func json(of parameter: ParameterDescriptor) -> JSONValue {
+        var members: [(String, JSONValue?)] = [("name", .string(parameter.name))]
+        switch parameter.type {
+        case .number(let range):
+            members += [("type", "number"), ("minimum", .number(range.lowerBound)), ("maximum", .number(range.upperBound))]
+        case .integer(let range):
+            members += [("type", "integer"), ("minimum", .integer(range.lowerBound)), ("maximum", .integer(range.upperBound))]
+        case .boolean: members.append(("type", "boolean"))
+        case .string: members.append(("type", "string"))
+        case .path: members.append(("type", "path"))
+        case .choice(let names): members += [("type", "choice"), ("choices", .array(names.map(JSONValue.string)))]
+        case .rate(let range):
+            members += [("type", "rate"), ("minimum", .integer(range.lowerBound)), ("maximum", .integer(range.upperBound)), ("auto", true)]
+        case .list: members.append(("type", "list"))
+        }
+        members += [
+            ("default", parameter.defaultValue.map(\.json)),
+            ("required", .bool(parameter.isRequired)),
+            ("unit", parameter.unit.map(JSONValue.string)),
+            ("live", .bool(parameter.isLive)),
+            ("summary", .string(parameter.summary)),
+        ]
+        return .object(members)
+    }
+}
+
+extension ParameterValue {
+    /// The value as JSON: numbers as numbers, `auto` as the string "auto", a list as an array
+    /// of strings.
+    public var json: JSONValue {
+        switch self {
+        case .number(let value): .number(value)
+        case .integer(let value): .integer(value)
+        case .boolean(let value): .bool(value)
+        case .string(let value): .string(value)
+        case .list(let values): .array(values.map(JSONValue.string))
+        case .auto: .string("auto")
+        }
+    }
+}

@@ -96,10 +96,14 @@ public struct FormatContext: Sendable {
     /// Whether the graph is driven by a live device (JACK), not an offline driver. Nodes that
     /// are not real-time safe refuse to run live.
     public var isLive: Bool
+    /// Checked offline with a stand-in for the server (`GraphCompiler.Options.deviceRate`):
+    /// the rate a device source records at. Nil otherwise.
+    public var deviceRate: Int?
 
-    public init(downstreamRate: Int?, blockFrames: Int, isLive: Bool) {
+    public init(downstreamRate: Int?, blockFrames: Int, isLive: Bool, deviceRate: Int? = nil) {
         self.downstreamRate = downstreamRate
         self.blockFrames = blockFrames
         self.isLive = isLive
+        self.deviceRate = deviceRate
     }
 }

@@ -20,9 +20,34 @@ public enum SoundFileContainer: String, Sendable, Hashable, CaseIterable {
     case wav
     case flac
 
-    /// FLAC for paths ending in `.flac` (any case), WAV for anything else.
-    public init(forPath path: String) {
-        self = path.lowercased().hasSuffix(".flac") ? .flac : .wav
+    /// The container a file name asks for: `.wav` (or `.wave`) WAV and `.flac` FLAC, in any
+    /// case; a name without an extension is WAV. Nil for any other extension: Sluice writes
+    /// no other format, and a WAV file named `.mp3` or `.ogg` would only mislead.
+    public init?(forPath path: String) {
+        guard let fileExtension = Self.fileExtension(of: path) else {
+            self = .wav
+            return
+        }
+        switch fileExtension.lowercased() {
+        case "wav", "wave": self = .wav
+        case "flac": self = .flac
+        default: return nil
+        }
+    }
+
+    /// What Sluice writes, for messages: `.wav (WAV) or .flac (FLAC)`.
+    public static let writable = ".wav (WAV) or .flac (FLAC)"
+
+    /// Why `path` is refused when `init(forPath:)` is nil.
+    public static func refusal(for path: String) -> String {
+        "cannot write '\(path)': Sluice writes \(writable), not .\(fileExtension(of: path) ?? "")"
+    }
+
+    /// The text after the file name's last dot (not a leading one: `.hidden` has none), or nil.
+    static func fileExtension(of path: String) -> String? {
+        let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
+        return String(name[name.index(after: dot)...])
     }
 
     var code: Int32 {
@@ -192,14 +217,17 @@ public final class SoundFileWriter {
     /// Creates (or truncates) the file.
     ///
     /// - Parameters:
-    ///   - container: nil chooses by extension (`SoundFileContainer(forPath:)`).
+    ///   - container: nil chooses by extension (`SoundFileContainer(forPath:)`), refusing
+    ///     an extension Sluice does not write.
     ///   - strings: text to store with the audio (title, artist…). Stored before any audio,
     ///     because FLAC writes its comments in the header.
     public init(
         path: String, sampleRate: Int, channels: Int, sampleFormat: SampleFormat,
         container: SoundFileContainer? = nil, strings: [SoundFileString: String] = [:]
     ) throws(SoundFileError) {
-        let container = container ?? SoundFileContainer(forPath: path)
+        guard let container = container ?? SoundFileContainer(forPath: path) else {
+            throw SoundFileError(SoundFileContainer.refusal(for: path))
+        }
         guard container.canStore(sampleFormat) else {
             throw SoundFileError(
                 "cannot write '\(path)': FLAC holds 16- or 24-bit integer samples, not \(sampleFormat)")

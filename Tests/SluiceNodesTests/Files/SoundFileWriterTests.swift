@@ -44,3 +44,34 @@ struct SoundFileWriterTests {
         }
     }
 }
+
+/// The containers Sluice writes, told from the file name; any other extension refused.
+@Suite struct SoundFileContainerTests {
+    @Test("the container a name asks for", arguments: [
+        ("a.wav", SoundFileContainer.wav), ("b.WAV", .wav), ("c.wave", .wav), ("d.flac", .flac), ("e.FLAC", .flac),
+        ("noextension", .wav), ("/tmp/dir.d/file", .wav), (".hidden", .wav),
+    ])
+    func named(_ path: String, _ container: SoundFileContainer) {
+        #expect(SoundFileContainer(forPath: path) == container)
+    }
+
+    @Test("any other extension: nil, and the refusal names what Sluice writes", arguments: ["a.mp3", "b.ogg", "c.aiff", "d.wav.txt"])
+    func refused(_ path: String) {
+        #expect(SoundFileContainer(forPath: path) == nil)
+        #expect(SoundFileContainer.refusal(for: path).hasPrefix("cannot write '\(path)': Sluice writes .wav (WAV) or .flac (FLAC), not ."))
+    }
+
+    @Test("SoundFileWriter refuses a name it would not write, and creates no file")
+    func writerRefuses() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.file("speech.mp3")
+        #expect(throws: SoundFileError(SoundFileContainer.refusal(for: path))) {
+            _ = try SoundFileWriter(path: path, sampleRate: 48_000, channels: 1, sampleFormat: .f32le)
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
+        // Named outright, the container is written under any name.
+        let writer = try SoundFileWriter(path: path, sampleRate: 48_000, channels: 1, sampleFormat: .f32le, container: .wav)
+        try writer.close()
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+}

@@ -21,7 +21,7 @@ public final class WavSink: SinkNode {
                     summary: "The file to write; relative paths start at the graph file's folder."),
                 ParameterDescriptor(
                     "format", .choice(["auto", "wav", "flac"]), default: .string("auto"),
-                    summary: "Container; auto is FLAC for paths ending in .flac, WAV otherwise."),
+                    summary: "Container; auto is FLAC for paths ending in .flac, WAV for .wav or no extension (any other is refused)."),
                 ParameterDescriptor(
                     "sample-format", .choice(["auto", "f32", "s16", "s24", "s32"]), default: .string("auto"),
                     summary: "How samples are stored; auto is f32 for WAV and s24 for FLAC (which cannot store floats)."),
@@ -38,12 +38,18 @@ public final class WavSink: SinkNode {
         guard let path = parameters.path("path") else {
             throw NodeCreationError("'wav.sink' needs a path", parameter: "path")
         }
-        let container: SoundFileContainer =
-            switch parameters.string("format") {
-            case "wav": .wav
-            case "flac": .flac
-            default: SoundFileContainer(forPath: path)
+        let container: SoundFileContainer
+        switch parameters.string("format") {
+        case "wav": container = .wav
+        case "flac": container = .flac
+        default:
+            guard let named = SoundFileContainer(forPath: path) else {
+                throw NodeCreationError(
+                    SoundFileContainer.refusal(for: path),
+                    fix: "name the file .wav or .flac, or set `format: wav` or `format: flac`", parameter: "path")
             }
+            container = named
+        }
         let sampleFormat: SampleFormat =
             switch parameters.string("sample-format") {
             case "f32": .f32le
@@ -85,7 +91,9 @@ public final class WavSink: SinkNode {
         path: String, container: SoundFileContainer? = nil, sampleFormat: SampleFormat? = nil, rate: Int? = nil,
         channels: Int? = nil, strings: [SoundFileString: String] = [:]
     ) {
-        let container = container ?? SoundFileContainer(forPath: path)
+        // A name Sluice does not write (`.mp3`) is refused by the node type's factory; made in
+        // code, it is written as WAV.
+        let container = container ?? SoundFileContainer(forPath: path) ?? .wav
         self.path = path
         self.container = container
         self.sampleFormat = sampleFormat ?? (container == .flac ? .s24le : .f32le)
