@@ -36,7 +36,7 @@ public final class JackSink: DeviceSinkNode, @unchecked Sendable {
                 server: parameters.string("server") ?? defaultServer,
                 channels: parameters["channels"] == nil ? nil : parameters.integer("channels"),
                 portNames: parameters["ports"] == nil ? nil : parameters.list("ports"),
-                connect: parameters.list("connect"), waitForPorts: parameters.double("wait-for-ports") ?? 0)
+                connect: parameters.list("connect"), waitForPorts: parameters.double("wait-for-ports"))
         }
     }
 

@@ -30,7 +30,7 @@ public final class JackSource: DeviceSourceNode, @unchecked Sendable {
                 server: parameters.string("server") ?? defaultServer,
                 channels: parameters.integer("channels"),
                 portNames: parameters["ports"] == nil ? nil : parameters.list("ports"),
-                connect: parameters.list("connect"), waitForPorts: parameters.double("wait-for-ports") ?? 0)
+                connect: parameters.list("connect"), waitForPorts: parameters.double("wait-for-ports"))
         }
     }
 
