@@ -85,8 +85,16 @@ static int on_xrun(void *arg) {
 }
 
 static jack_client_t *open_client(const char *name, const char *server) {
-    jack_status_t status;
-    jack_client_t *client = jack_client_open(name, JackNoStartServer | JackServerName | JackUseExactName, &status, server);
+    jack_status_t status = 0;
+    jack_client_t *client = NULL;
+    /* PipeWire's JACK layer now and then refuses a client while it sets up another
+     * (JackInitFailure, seen once in a CI run after the whole suite): try again for up to a
+     * second before giving up. A missing server fails at once. */
+    for (int attempt = 0; attempt < 20 && client == NULL; attempt++) {
+        client = jack_client_open(name, JackNoStartServer | JackServerName | JackUseExactName, &status, server);
+        if (client != NULL || !(status & JackInitFailure)) break;
+        usleep(50 * 1000);
+    }
     if (!client) {
         fprintf(stderr, "jack-impulse-probe: cannot open client '%s' on server '%s' (status 0x%x)\n", name, server, status);
         exit(1);
