@@ -73,17 +73,6 @@ enum StreamInput {
     }
 }
 
-/// Sets environment variables for a test's duration (the key comes from the environment).
-func withEnvironment<T>(_ values: [String: String], _ body: () throws -> T) rethrows -> T {
-    environmentLock.lock()
-    defer { environmentLock.unlock() }
-    for (name, value) in values { setenv(name, value, 1) }
-    defer { for name in values.keys { unsetenv(name) } }
-    return try body()
-}
-
-private let environmentLock = NSLock()
-
 /// Compares sample arrays without printing thousands of values.
 func expectSame(_ actual: [Float], _ expected: [Float], sourceLocation: Testing.SourceLocation = #_sourceLocation) {
     #expect(actual.count == expected.count, "sample count", sourceLocation: sourceLocation)
