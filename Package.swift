@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.3
 // Sluice: a plugin-based, real-time audio node graph framework for Linux.
 //
 // Layout (see docs/architecture.md):
