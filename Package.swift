@@ -6,7 +6,8 @@
 //   Plugins/   Sluice's own dynamic plugins (NOT SwiftPM package plugins);
 //              every target there names its `path:` explicitly
 //   Tests/     mirrors Sources; Tests/Support holds test-only helpers
-//   Benchmarks/ the benchmark harness run by `scripts/bench`
+//   Benchmarks/ and Fuzz/ are packages of their own (the benchmark harness, the fuzz
+//              targets), so the default `swift build` builds neither
 import Foundation
 import PackageDescription
 
@@ -49,6 +50,7 @@ func swiftPlugin(_ name: String, path: String, dependencies: [Target.Dependency]
     )
 }
 
+
 let package = Package(
     name: "Sluice",
     products: [
@@ -83,6 +85,11 @@ let package = Package(
         .library(name: "test-plugin-swift", type: .dynamic, targets: ["TestPluginSwift"]),
         .library(name: "test-plugin-events", type: .dynamic, targets: ["TestPluginEvents"]),
         .library(name: "test-plugin-abi-v1", type: .dynamic, targets: ["TestPluginABIv1"]),
+        // Test helpers the benchmark package (Benchmarks/, scripts/bench) builds on: not API.
+        .library(name: "SluiceTestSupport", targets: ["SluiceTestSupport"]),
+        .library(name: "HTTPTestSupport", targets: ["HTTPTestSupport"]),
+        .library(name: "WebSocketTestSupport", targets: ["WebSocketTestSupport"]),
+        .executable(name: "jack-impulse-probe", targets: ["jack-impulse-probe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -203,42 +210,16 @@ let package = Package(
             ]
         ),
 
-        // MARK: Benchmarks (run by scripts/bench, always in release mode)
-        .executableTarget(
-            name: "SluiceBenchmarks",
-            dependencies: [
-                "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate", "CSoxr", "CSpeexDSP",
-                "SluiceGraph", "SluiceConfig", "CSndFile", "SluicePlugins", "HTTPTestSupport", "SluiceTestSupport",
-                "WebSocketTestSupport", .product(name: "Yams", package: "Yams"),
-            ],
-            path: "Benchmarks/SluiceBenchmarks"
-        ),
-        // The minimal C JACK client `scripts/bench jack` compares jack.sink's callback with.
-        // What the C reference clients share: their callback clock and stats line.
-        .target(name: "CallbackStats", path: "Benchmarks/CallbackStats"),
-        .executableTarget(
-            name: "jack-copy-client",
-            dependencies: ["CJack", "CallbackStats"],
-            path: "Benchmarks/JackCopyClient",
-            linkerSettings: [.linkedLibrary("m"), .linkedLibrary("pthread")]
-        ),
-        // A C pass-through client: the reference for a live chain's latency and callback cost.
-        .executableTarget(
-            name: "jack-passthrough",
-            dependencies: ["CJack", "CallbackStats"],
-            path: "Benchmarks/JackPassThrough"
-        ),
+        // MARK: Test support
+        .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),
         // Two C clients that send impulses and time them: the delay a JACK client or chain adds
-        // (LiveChainTests, `scripts/bench jack`).
+        // (LiveChainTests; `scripts/bench jack` builds it through its product).
         .executableTarget(
             name: "jack-impulse-probe",
             dependencies: ["CJack"],
-            path: "Benchmarks/JackImpulseProbe",
+            path: "Tests/Support/JackImpulseProbe",
             linkerSettings: [.linkedLibrary("m")]
         ),
-
-        // MARK: Test support
-        .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),
         .target(
             name: "JackTestSupport",
             dependencies: ["CJack", "SluiceRT"],
