@@ -46,10 +46,25 @@ let rtsanRuntime = realtimeSanitizerRuntime()
 func swiftPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = []) -> Target {
     .target(
         name: name, dependencies: ["SluicePluginKit", "SluicePluginABI"] + dependencies, path: path,
-        linkerSettings: [.unsafeFlags(["-Xlinker", "-Bsymbolic"])]
+        linkerSettings: [.unsafeFlags(["-Xlinker", "-Bsymbolic"] + staticStdlibPluginFlags)]
     )
 }
 
+/// scripts/package builds with `--static-swift-stdlib` and SLUICE_STATIC_STDLIB set, so the
+/// installed files need no Swift toolchain: SwiftPM links the executables' Swift runtime
+/// statically, and these flags do the same for the plugins, which are shared libraries it
+/// leaves alone. A Swift plugin then carries its own private copy of the runtime (the linker
+/// hides its symbols, and `-Bsymbolic` binds the plugin to them); only C types cross the plugin
+/// boundary, so the host's copy and the plugin's never meet. Unset (every other build), the
+/// plugins use the toolchain's shared runtime, as the tests run them.
+let staticStdlib = ProcessInfo.processInfo.environment["SLUICE_STATIC_STDLIB"] != nil
+let staticStdlibPluginFlags = staticStdlib ? ["-static-stdlib"] : []
+
+/// A plugin in plain C has no Swift code, but SwiftPM links it with swiftc, which adds the
+/// Swift startup object (it registers the image with the runtime) and the runtime library.
+/// In the package, `-nostartfiles` leaves the startup object out and `-static-stdlib` turns
+/// the library into an archive nothing is taken from: the plugin needs no Swift runtime.
+let cPluginLinkerFlags: [String] = staticStdlib ? ["-nostartfiles", "-static-stdlib"] : []
 
 let package = Package(
     name: "Sluice",
@@ -190,13 +205,14 @@ let package = Package(
         swiftPlugin("SluiceHTTPPCM", path: "Plugins/http-pcm", dependencies: ["SluiceHTTPProvider"]),
         .target(
             name: "SluiceDucker", dependencies: ["SluicePluginABI"], path: "Plugins/ducker",
-            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("m")]
+            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
+            linkerSettings: [.linkedLibrary("m"), .unsafeFlags(cPluginLinkerFlags)]
         ),
         // The default speech provider, in C over libespeak-ng (CEspeak brings its flags).
         .target(
             name: "SluiceEspeak", dependencies: ["SluicePluginABI", "CEspeak"], path: "Plugins/espeak",
             publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
-            linkerSettings: [.linkedLibrary("pthread")]
+            linkerSettings: [.linkedLibrary("pthread"), .unsafeFlags(cPluginLinkerFlags)]
         ),
 
         // MARK: The command-line tool
