@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.3
 // Sluice: a plugin-based, real-time audio node graph framework for Linux.
 //
 // Layout (see docs/architecture.md):
@@ -6,7 +6,8 @@
 //   Plugins/   Sluice's own dynamic plugins (NOT SwiftPM package plugins);
 //              every target there names its `path:` explicitly
 //   Tests/     mirrors Sources; Tests/Support holds test-only helpers
-//   Benchmarks/ the benchmark harness run by `scripts/bench`
+//   Benchmarks/ and Fuzz/ are packages of their own (the benchmark harness, the fuzz
+//              targets), so the default `swift build` builds neither
 import Foundation
 import PackageDescription
 
@@ -45,9 +46,25 @@ let rtsanRuntime = realtimeSanitizerRuntime()
 func swiftPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = []) -> Target {
     .target(
         name: name, dependencies: ["SluicePluginKit", "SluicePluginABI"] + dependencies, path: path,
-        linkerSettings: [.unsafeFlags(["-Xlinker", "-Bsymbolic"])]
+        linkerSettings: [.unsafeFlags(["-Xlinker", "-Bsymbolic"] + staticStdlibPluginFlags)]
     )
 }
+
+/// scripts/package builds with `--static-swift-stdlib` and SLUICE_STATIC_STDLIB set, so the
+/// installed files need no Swift toolchain: SwiftPM links the executables' Swift runtime
+/// statically, and these flags do the same for the plugins, which are shared libraries it
+/// leaves alone. A Swift plugin then carries its own private copy of the runtime (the linker
+/// hides its symbols, and `-Bsymbolic` binds the plugin to them); only C types cross the plugin
+/// boundary, so the host's copy and the plugin's never meet. Unset (every other build), the
+/// plugins use the toolchain's shared runtime, as the tests run them.
+let staticStdlib = ProcessInfo.processInfo.environment["SLUICE_STATIC_STDLIB"] != nil
+let staticStdlibPluginFlags = staticStdlib ? ["-static-stdlib"] : []
+
+/// A plugin in plain C has no Swift code, but SwiftPM links it with swiftc, which adds the
+/// Swift startup object (it registers the image with the runtime) and the runtime library.
+/// In the package, `-nostartfiles` leaves the startup object out and `-static-stdlib` turns
+/// the library into an archive nothing is taken from: the plugin needs no Swift runtime.
+let cPluginLinkerFlags: [String] = staticStdlib ? ["-nostartfiles", "-static-stdlib"] : []
 
 let package = Package(
     name: "Sluice",
@@ -83,6 +100,11 @@ let package = Package(
         .library(name: "test-plugin-swift", type: .dynamic, targets: ["TestPluginSwift"]),
         .library(name: "test-plugin-events", type: .dynamic, targets: ["TestPluginEvents"]),
         .library(name: "test-plugin-abi-v1", type: .dynamic, targets: ["TestPluginABIv1"]),
+        // Test helpers the benchmark package (Benchmarks/, scripts/bench) builds on: not API.
+        .library(name: "SluiceTestSupport", targets: ["SluiceTestSupport"]),
+        .library(name: "HTTPTestSupport", targets: ["HTTPTestSupport"]),
+        .library(name: "WebSocketTestSupport", targets: ["WebSocketTestSupport"]),
+        .executable(name: "jack-impulse-probe", targets: ["jack-impulse-probe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -183,13 +205,14 @@ let package = Package(
         swiftPlugin("SluiceHTTPPCM", path: "Plugins/http-pcm", dependencies: ["SluiceHTTPProvider"]),
         .target(
             name: "SluiceDucker", dependencies: ["SluicePluginABI"], path: "Plugins/ducker",
-            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("m")]
+            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
+            linkerSettings: [.linkedLibrary("m"), .unsafeFlags(cPluginLinkerFlags)]
         ),
         // The default speech provider, in C over libespeak-ng (CEspeak brings its flags).
         .target(
             name: "SluiceEspeak", dependencies: ["SluicePluginABI", "CEspeak"], path: "Plugins/espeak",
             publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
-            linkerSettings: [.linkedLibrary("pthread")]
+            linkerSettings: [.linkedLibrary("pthread"), .unsafeFlags(cPluginLinkerFlags)]
         ),
 
         // MARK: The command-line tool
@@ -203,42 +226,16 @@ let package = Package(
             ]
         ),
 
-        // MARK: Benchmarks (run by scripts/bench, always in release mode)
-        .executableTarget(
-            name: "SluiceBenchmarks",
-            dependencies: [
-                "SluiceRT", "SluiceAudio", "SluiceNodes", "CJack", "CSampleRate", "CSoxr", "CSpeexDSP",
-                "SluiceGraph", "SluiceConfig", "CSndFile", "SluicePlugins", "HTTPTestSupport", "SluiceTestSupport",
-                "WebSocketTestSupport", .product(name: "Yams", package: "Yams"),
-            ],
-            path: "Benchmarks/SluiceBenchmarks"
-        ),
-        // The minimal C JACK client `scripts/bench jack` compares jack.sink's callback with.
-        // What the C reference clients share: their callback clock and stats line.
-        .target(name: "CallbackStats", path: "Benchmarks/CallbackStats"),
-        .executableTarget(
-            name: "jack-copy-client",
-            dependencies: ["CJack", "CallbackStats"],
-            path: "Benchmarks/JackCopyClient",
-            linkerSettings: [.linkedLibrary("m"), .linkedLibrary("pthread")]
-        ),
-        // A C pass-through client: the reference for a live chain's latency and callback cost.
-        .executableTarget(
-            name: "jack-passthrough",
-            dependencies: ["CJack", "CallbackStats"],
-            path: "Benchmarks/JackPassThrough"
-        ),
+        // MARK: Test support
+        .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),
         // Two C clients that send impulses and time them: the delay a JACK client or chain adds
-        // (LiveChainTests, `scripts/bench jack`).
+        // (LiveChainTests; `scripts/bench jack` builds it through its product).
         .executableTarget(
             name: "jack-impulse-probe",
             dependencies: ["CJack"],
-            path: "Benchmarks/JackImpulseProbe",
+            path: "Tests/Support/JackImpulseProbe",
             linkerSettings: [.linkedLibrary("m")]
         ),
-
-        // MARK: Test support
-        .target(name: "CAllocationCounter", path: "Tests/Support/CAllocationCounter"),
         .target(
             name: "JackTestSupport",
             dependencies: ["CJack", "SluiceRT"],

@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.3
 // The fuzz targets (scripts/fuzz): a package of their own, so the main package's `swift build`
 // never links them (libFuzzer supplies their `main`, only when built with -sanitize=fuzzer).
 import Foundation

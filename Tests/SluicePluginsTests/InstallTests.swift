@@ -19,12 +19,19 @@ import Testing
         let prefix = TemporaryFolder("sluice-prefix")
         let install = try Self.run(
             "/bin/bash", [Plugins.packageRoot.appendingPathComponent("scripts/install").path,
-                          "--bin-path", CommandRunner.productsFolder.path, prefix.path])
+                          "--bin-path", CommandRunner.productsFolder.path, "--no-man", prefix.path])
         try #require(install.status == 0, "\(install.standardError)")
         for file in ["bin/sluice", "lib/sluice/plugins/libsluice-ducker.so", "include/sluice/sluice.h",
-                     "include/sluice/common.h", "lib/pkgconfig/sluice-plugin.pc", "share/sluice/examples/ducker/ducker.c"] {
+                     "include/sluice/common.h", "lib/pkgconfig/sluice-plugin.pc", "share/sluice/examples/ducker/ducker.c",
+                     "share/bash-completion/completions/sluice", "share/zsh/site-functions/_sluice",
+                     "share/fish/vendor_completions.d/sluice.fish", "lib/systemd/user/sluice@.service",
+                     "share/sluice/graphs/speak.yaml"] {
             #expect(FileManager.default.fileExists(atPath: prefix.path(file)), "\(file) is not installed")
         }
+
+        // The unit runs the installed tool (scripts/test-package verifies the unit as a whole).
+        let unit = try String(contentsOfFile: prefix.path("lib/systemd/user/sluice@.service"), encoding: .utf8)
+        #expect(unit.contains("\nExecStart=\(prefix.path)/bin/sluice serve %E/sluice/graphs/%i.yaml"), "\(unit)")
 
         // Outside the repository: only the installed tree and pkg-config.
         let work = TemporaryFolder("sluice-plugin-author")

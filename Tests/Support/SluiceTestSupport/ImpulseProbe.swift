@@ -1,6 +1,6 @@
 import Foundation
 
-/// Runs `jack-impulse-probe` (Benchmarks/JackImpulseProbe): two independent C JACK clients that
+/// Runs `jack-impulse-probe` (Tests/Support/JackImpulseProbe): two independent C JACK clients that
 /// send a one-sample impulse every `interval` frames and time its arrival in JACK frames, so a
 /// test measures the delay a client or chain between them adds, as a JACK user would.
 public enum ImpulseProbe {

@@ -1,0 +1,56 @@
+// swift-tools-version: 6.3
+// The benchmark harness (scripts/bench, docs/benchmarks.md): a package of its own, so the main
+// package's `swift build` never builds it. It depends on the main package by path; scripts/bench
+// builds the tool, the plugins and jack-impulse-probe through this package too, so every
+// program a suite runs lands in one folder, beside the harness, in release mode.
+import Foundation
+import PackageDescription
+
+/// A path dependency is known by its folder's name: the checkout's, whatever it is called.
+let sluice = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+
+let package = Package(
+    name: "SluiceBenchmarks",
+    dependencies: [
+        .package(path: ".."),
+        // The sizes suite composes the same text with Yams (libyaml) as the reference.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+    ],
+    targets: [
+        // The C modules the suites compare against (CJack, CSampleRate, CSoxr, CSpeexDSP,
+        // CSndFile) come with SluiceJACK and SluiceNodes.
+        .executableTarget(
+            name: "SluiceBenchmarks",
+            dependencies: [
+                .product(name: "SluiceRT", package: sluice),
+                .product(name: "SluiceAudio", package: sluice),
+                .product(name: "SluiceGraph", package: sluice),
+                .product(name: "SluiceNodes", package: sluice),
+                .product(name: "SluiceJACK", package: sluice),
+                .product(name: "SluiceConfig", package: sluice),
+                .product(name: "SluicePlugins", package: sluice),
+                .product(name: "SluiceTestSupport", package: sluice),
+                .product(name: "HTTPTestSupport", package: sluice),
+                .product(name: "WebSocketTestSupport", package: sluice),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            path: "SluiceBenchmarks"
+        ),
+        // What the C reference clients share: their callback clock and stats line.
+        .target(name: "CallbackStats", path: "CallbackStats"),
+        // The minimal C JACK client `scripts/bench jack` compares jack.sink's callback with.
+        .executableTarget(
+            name: "jack-copy-client",
+            dependencies: ["CallbackStats"],
+            path: "JackCopyClient",
+            linkerSettings: [.linkedLibrary("jack"), .linkedLibrary("m"), .linkedLibrary("pthread")]
+        ),
+        // A C pass-through client: the reference for a live chain's latency and callback cost.
+        .executableTarget(
+            name: "jack-passthrough",
+            dependencies: ["CallbackStats"],
+            path: "JackPassThrough",
+            linkerSettings: [.linkedLibrary("jack")]
+        ),
+    ]
+)
