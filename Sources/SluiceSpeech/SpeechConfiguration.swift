@@ -110,6 +110,9 @@ public struct SpeechConfiguration: Sendable {
     /// of it played (every few milliseconds while speaking): the samples so far and the
     /// timings. Returning false cancels, as `cancel()` does.
     public var progress: (@Sendable (SpeechProgress) -> Bool)?
+    /// Whether the result's report carries the run over time (`RunReport.timeline`: buffer
+    /// fill, first audio, underruns, utterances), as `sluice speak --timeline` draws it.
+    public var recordsTimeline = false
 
     public init() {}
 }

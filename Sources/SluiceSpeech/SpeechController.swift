@@ -74,6 +74,7 @@ public final class SpeechController: Sendable {
         case .jack: playback = try SpeechPlayback.live(graph: compiled.graph)
         case .file(let path): playback = try SpeechPlayback.file(graph: compiled.graph, path: path)
         }
+        if configuration.recordsTimeline { playback.recordTimeline() }
         shared = Mutex(Shared(feeder: TextFeeder(source: compiled.source, chunker: configuration.chunker)))
     }
 

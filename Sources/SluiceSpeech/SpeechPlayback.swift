@@ -69,6 +69,11 @@ final class SpeechPlayback: @unchecked Sendable {
         }
     }
 
+    /// [control-thread] Asks the driver for the run's timeline in its report. Before `start`.
+    func recordTimeline() {
+        driver.recordsTimeline = true
+    }
+
     /// [control-thread] Starts playing: opens the device, or the file.
     func start() throws(SpeechError) {
         if let path, let renderer = driver as? OfflineRenderer {

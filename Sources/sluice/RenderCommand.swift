@@ -34,6 +34,8 @@ struct RenderCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var timeline: TimelineOption
+
     @OptionGroup var failures: FailureOptions
 
     @OptionGroup var plugins: PluginOptions
@@ -50,8 +52,9 @@ struct RenderCommand: ParsableCommand, LoggingCommand {
         let compiled = try GraphLoading.compile(graph, options: .init(isLive: false, sinkRate: rate), trustGraphFolder: plugins.trustGraphFolder) { description in
             if let block { description.playback.blockFrames = block }
         }
-        try text.feed(compiled)
+        let fedText = try text.feed(compiled)
         let renderer = try OfflineRenderer(graph: compiled)
+        renderer.recordsTimeline = timeline.isRequested
         var file: SoundFileWriter?
         if let output {
             guard case .frames(let sinkRate, let channels)? = compiled.sinks.first?.inputFormats.first else {
@@ -79,6 +82,7 @@ struct RenderCommand: ParsableCommand, LoggingCommand {
         progress.finish()
         file = nil
         if stats == .json { try StatsOutput.print(report) }
+        try timeline.write(report, title: "sluice render: \(compiled.description.name)", spans: TimelineOption.spans(of: report, text: fedText))
         if report.cancelled { printError("interrupted: rendered \(report.audioSeconds) s, faded out") }
         try failures.finish(report)
     }

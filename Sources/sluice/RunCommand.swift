@@ -26,6 +26,8 @@ struct RunCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var timeline: TimelineOption
+
     @OptionGroup var failures: FailureOptions
 
     @OptionGroup var plugins: PluginOptions
@@ -33,7 +35,9 @@ struct RunCommand: ParsableCommand, LoggingCommand {
     @OptionGroup var logging: LoggingOptions
 
     func run() throws {
-        try LivePlayback.play(graph, text: text, server: server, stats: stats, failures: failures, trustGraphFolder: plugins.trustGraphFolder)
+        try LivePlayback.play(
+            graph, text: text, server: server, stats: stats, timeline: timeline, failures: failures,
+            trustGraphFolder: plugins.trustGraphFolder)
     }
 }
 
@@ -54,24 +58,29 @@ struct LaunchCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var timeline: TimelineOption
+
     @OptionGroup var failures: FailureOptions
 
     @OptionGroup var logging: LoggingOptions
 
     func run() throws {
-        try LivePlayback.play(elements.joined(separator: " "), text: nil, server: server, stats: stats, failures: failures, oneLine: true)
+        try LivePlayback.play(
+            elements.joined(separator: " "), text: nil, server: server, stats: stats, timeline: timeline, failures: failures,
+            oneLine: true)
     }
 }
 
 /// What `run` and `launch` share: compile live, start, follow, report.
 enum LivePlayback {
     static func play(
-        _ argument: String, text: TextOptions?, server: String?, stats: StatsFormat?, failures: FailureOptions,
-        trustGraphFolder: Bool = false, oneLine: Bool = false
+        _ argument: String, text: TextOptions?, server: String?, stats: StatsFormat?, timeline: TimelineOption,
+        failures: FailureOptions, trustGraphFolder: Bool = false, oneLine: Bool = false
     ) throws {
         let compiled = try GraphLoading.compile(argument, options: .init(isLive: true), server: server, oneLine: oneLine, trustGraphFolder: trustGraphFolder)
-        try text?.feed(compiled)
+        let fedText = try text?.feed(compiled)
         let live = try LiveRun(graph: compiled)
+        live.recordsTimeline = timeline.isRequested
         let interrupt = InterruptHandler { live.cancel() }
         defer { interrupt.stop() }
         let report: RunReport
@@ -83,6 +92,7 @@ enum LivePlayback {
             throw ExitCode(1)
         }
         if stats == .json { try StatsOutput.print(report, extra: jackFigures(compiled)) }
+        try timeline.write(report, title: "sluice run: \(compiled.description.name)", spans: TimelineOption.spans(of: report, text: fedText))
         try failures.finish(report)
     }
 

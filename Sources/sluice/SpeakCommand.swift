@@ -68,6 +68,8 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "Print the run's timings and counters: json.")
     var stats: StatsFormat?
 
+    @OptionGroup var timeline: TimelineOption
+
     @OptionGroup var failures: FailureOptions
 
     @OptionGroup var plugins: PluginOptions
@@ -113,6 +115,7 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
         configuration.maxBuffered = maxBuffered
         if let firstClause { configuration.chunker.earlyFirstClause = firstClause == 0 ? nil : firstClause }
         configuration.trustGraphFolder = plugins.trustGraphFolder
+        configuration.recordsTimeline = timeline.isRequested
         configuration.output = outputFile.map { .file(path: $0) } ?? .jack(server: server)
         if !noCache {
             // A folder the cache cannot use (or refuses: a link, another user's, open to
@@ -145,10 +148,14 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
             result = failure.result
         } catch let error as SpeechError {
             printError(Self.errorText(error))
-            if case .provider(let failure) = error { printError("heard: \(failure.result.heard.heard)") }
+            if case .provider(let failure) = error {
+                printError("heard: \(failure.result.heard.heard)")
+                try drawTimeline(failure.result)
+            }
             throw ExitCode(ExitStatus.failure)
         }
         printError(Self.summary(result))
+        try drawTimeline(result)
         if stats == .json {
             var extra = LivePlayback.jackFigures(speech.graph)
             extra["speech"] = Self.speechFigures(result)
@@ -158,6 +165,12 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
             printError("cancelled: heard \"\(result.heard.heard)\"")
             throw ExitCode(ExitStatus.interrupted)
         }
+    }
+
+    /// `--timeline`: the run, with each utterance's text as the controller heard it played.
+    private func drawTimeline(_ result: SpeechResult) throws {
+        let spans = result.utterances.map { TimelineDrawing.Span(text: $0.text, start: $0.start, end: $0.end) }
+        try timeline.write(result.report, title: "sluice speak", spans: spans)
     }
 
     /// The controller, or exit 1 with the reason (a graph, provider or device error).

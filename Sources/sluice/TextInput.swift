@@ -36,9 +36,11 @@ struct TextOptions: ParsableArguments {
         }
     }
 
-    /// Gives the text to the graph's text-driven sources, one line per piece, then ends it.
-    /// A graph with such sources needs text; text for a graph without them is an error.
-    func feed(_ graph: CompiledGraph) throws {
+    /// Gives the text to the graph's text-driven sources, one line per piece, then ends it,
+    /// and returns it (the sources' text spans are UTF-8 offsets into it). A graph with such
+    /// sources needs text; text for a graph without them is an error.
+    @discardableResult
+    func feed(_ graph: CompiledGraph) throws -> String? {
         let sources = graph.textSources
         let text = try read()
         guard !sources.isEmpty else {
@@ -46,7 +48,7 @@ struct TextOptions: ParsableArguments {
                 printError("error: graph '\(graph.description.name)' has no text-driven source to speak the text (morse, or a speech provider)")
                 throw ExitCode(1)
             }
-            return
+            return nil
         }
         guard let text else {
             let names = graph.nodes.filter { $0.instance is any TextDrivenSource }.map { "'\($0.name)'" }
@@ -55,10 +57,11 @@ struct TextOptions: ParsableArguments {
         }
         for source in sources {
             for line in text.split(whereSeparator: \.isNewline) where !line.allSatisfy(\.isWhitespace) {
-                source.receive(text: String(line))
+                source.receive(text: String(line), at: text.utf8.distance(from: text.startIndex, to: line.startIndex))
             }
             source.finishText()
         }
+        return text
     }
 }
 

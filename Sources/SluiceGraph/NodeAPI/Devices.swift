@@ -27,9 +27,14 @@ public protocol GraphDevice: AnyObject, Sendable {
     /// order. Returns the pair as (output, input). Throws `DeviceRoutingError` naming the
     /// port that is not there or the pair that cannot be joined.
     func route(_ first: String, _ second: String, connected: Bool) throws -> (from: String, to: String)
+
+    /// [any-thread] Cycles the device missed so far (JACK's xruns); 0 for devices that
+    /// cannot miss one.
+    var xruns: Int { get }
 }
 
 extension GraphDevice {
+    public var xruns: Int { 0 }
     public func service() {}
     public func route(_ first: String, _ second: String, connected: Bool) throws -> (from: String, to: String) {
         throw DeviceRoutingError("this graph's device has no ports to connect")

@@ -14,6 +14,10 @@ public protocol GraphDriver: AnyObject, Sendable {
     /// few milliseconds live, every period offline) with where playback stands. Set before
     /// `start()`.
     var statusObserver: ((PlaybackStatus) -> Void)? { get set }
+    /// [control-thread] Whether the report carries a `RunTimeline` of the run (buffer fill,
+    /// events, utterances over time). Off by default: it keeps a sample every 5 ms. Set
+    /// before `start()`.
+    var recordsTimeline: Bool { get set }
     /// [control-thread] Gets ready to play: prepares the graph, opens the devices.
     func start() throws
     /// Plays to the end (or the cancel) and returns the run's report.

@@ -32,6 +32,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
 
     public var eventObserver: ((DrainEvent) -> Void)?
     public var statusObserver: ((PlaybackStatus) -> Void)?
+    public var recordsTimeline = false {
+        didSet { statistics.timeline = recordsTimeline ? RunTimeline() : nil }
+    }
     public var primaryPlayhead: Playhead? { runtime.sinks.first?.playhead }
 
     /// Graph time: the first sink's device clock.
@@ -131,7 +134,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             // 5 ms while an `auto` watermark is being sized (from production over time), else
             // every 50 ms for the statistics and the device's housekeeping. Each wake-up of an
             // idle thread is a context switch: at 5 ms they were a quarter of a speech run's CPU.
-            controlWake.wait(timeout: sizingWatermark ? 0.005 : 0.05)
+            controlWake.wait(timeout: sizingWatermark ? 0.005 : recordsTimeline ? 0.01 : 0.05)
         }
         followEvents()
         let failure = shutDown()

@@ -53,6 +53,7 @@ public final class OfflineRenderer: GraphDriver, @unchecked Sendable {
     public var eventObserver: ((DrainEvent) -> Void)?
     /// Called after every tick with where the first sink's playback stands.
     public var statusObserver: ((PlaybackStatus) -> Void)?
+    public var recordsTimeline = false
     /// Called now and then with the fraction done, when the primary source knows its length.
     public var progress: ((Double) -> Void)?
     public var primaryPlayhead: Playhead? { runtime?.sinks.first?.playhead }
@@ -90,7 +91,7 @@ public final class OfflineRenderer: GraphDriver, @unchecked Sendable {
         let progress = self.progress
         let wallStart = monotonicSeconds()
         defer { runtime.deactivate() }
-        var statistics = RunStatistics(runtime: runtime)
+        var statistics = RunStatistics(runtime: runtime, recordsTimeline: recordsTimeline)
         let block = runtime.graph.playback.blockFrames
         let sinks = runtime.sinks
         guard let primary = sinks.first else { return RunReport() }
@@ -175,6 +176,9 @@ public final class OfflineRenderer: GraphDriver, @unchecked Sendable {
                     if sink.playhead.isFinished && ended[sinkIndex] == nil { ended[sinkIndex] = first + frames }
                 }
                 if let statusObserver { statusObserver(RunStatistics.status(of: sinks[0])) }
+                // Each period's end is a look at the buffer too: several periods can render
+                // between two updates, and the picture should show the buffer draining.
+                if recordsTimeline { statistics.sampleTimeline(at: Double((index + 1) * block) / Double(primary.playhead.sampleRate)) }
                 observer?(Tick(
                     index: index, time: Double(index * block) / Double(primary.playhead.sampleRate),
                     bufferedFrames: buffered, state: sinks[0].playhead.state,

@@ -43,8 +43,17 @@ public struct RunReport: Sendable, Hashable, Codable {
     public var failureCodes: [String: String] = [:]
     /// Node counters, as "node.counter".
     public var counters: [String: Int] = [:]
+    /// The run over time, when the driver was asked to record it (`recordsTimeline`); not
+    /// part of `--stats json`, which stays one line of figures.
+    public var timeline: RunTimeline?
 
     public init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case timeToFirstBuffer, timeToFirstAudio, pipelineLatency, outputLatency, audioSeconds
+        case sourceRealTimeFactor, underruns, droppedPartialFrames, peakBufferedSeconds
+        case watermarkSeconds, wallSeconds, graphSeconds, cancelled, failures, failureCodes, counters
+    }
 }
 
 /// Where playback stands during a live run (the figures speech libraries expose).

@@ -3,9 +3,13 @@ struct RunStatistics {
     let runtime: GraphRuntime
     private var report = RunReport()
     private var now = 0.0
+    /// Recorded only when the driver was asked to (`recordsTimeline`).
+    var timeline: RunTimeline?
+    private var xrunsSeen = 0
 
-    init(runtime: GraphRuntime) {
+    init(runtime: GraphRuntime, recordsTimeline: Bool = false) {
         self.runtime = runtime
+        if recordsTimeline { timeline = RunTimeline() }
     }
 
     /// Looks at the buffers at graph time `time`.
@@ -19,6 +23,25 @@ struct RunStatistics {
         if report.timeToFirstBuffer == nil && written > 0 { report.timeToFirstBuffer = time }
         let buffered = Double(written - sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
         report.peakBufferedSeconds = max(report.peakBufferedSeconds, buffered)
+        if timeline != nil {
+            sampleTimeline(at: time)
+            let xruns = runtime.graph.devices.reduce(0) { $0 + $1.xruns }
+            if xruns > xrunsSeen {
+                for _ in xrunsSeen..<xruns { timeline!.mark(.xrun, at: time) }
+                xrunsSeen = xruns
+            }
+        }
+    }
+
+    /// Records the first sink's buffer at graph time `time` in the timeline, if one is kept
+    /// (an offline renderer also looks between its updates, at each period it renders).
+    mutating func sampleTimeline(at time: Double) {
+        guard timeline != nil, !runtime.sinks.isEmpty else { return }
+        let sink = runtime.sinks[0]
+        let rate = Double(sink.playhead.sampleRate)
+        let buffered = Double(sink.writer.writtenUnits.load(ordering: .relaxed) - sink.playhead.playedFrames) / rate
+        let watermark = sink.playhead.watermarkFrames
+        timeline!.sample(at: time, buffered: max(0, buffered), watermark: watermark == Int.max ? nil : Double(watermark) / rate)
     }
 
     /// Takes every sink's waiting drain events in order: each is recorded, the first sink's
@@ -62,6 +85,7 @@ struct RunStatistics {
         guard index == 0 else { return }
         let playhead = runtime.sinks[0].playhead
         let rate = Double(playhead.sampleRate)
+        if timeline != nil { recordInTimeline(event, at: Double(event.deviceFrame) / rate) }
         switch event.kind {
         case .started:
             if report.timeToFirstAudio == nil { report.timeToFirstAudio = Double(event.deviceFrame) / rate }
@@ -75,8 +99,28 @@ struct RunStatistics {
         }
     }
 
+    private mutating func recordInTimeline(_ event: DrainEvent, at time: Double) {
+        switch event.kind {
+        case .started:
+            // Only the first start is first audio; later ones follow pauses and waits for text.
+            if !timeline!.marks.contains(where: { $0.kind == .firstAudio }) { timeline!.mark(.firstAudio, at: time) }
+        case .underrunStart: timeline!.mark(.underrunStart, at: time)
+        case .underrunEnd: timeline!.mark(.underrunEnd, at: time)
+        case .finished: timeline!.mark(.finished, at: time)
+        case .cancelled: timeline!.mark(.cancelled, at: time)
+        case .marker: if let marker = event.marker { timeline!.played(marker, at: time) }
+        }
+    }
+
     func report(graphSeconds: Double, wallSeconds: Double) -> RunReport {
         var report = self.report
+        if var timeline {
+            timeline.duration = graphSeconds
+            if let sink = runtime.sinks.first {
+                timeline.capacitySeconds = Double(sink.playhead.capacityFrames) / Double(sink.playhead.sampleRate)
+            }
+            report.timeline = timeline
+        }
         if let sink = runtime.sinks.first {
             report.audioSeconds = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
         }
