@@ -155,7 +155,7 @@ struct PluginsCommandTests {
         var (names, outcome) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache)
         #expect(outcome.status == 0, "\(outcome.standardError.suffix(500))")
         #expect(names == shipped)
-        #expect(FileManager.default.fileExists(atPath: cache.file("sluice/plugin-index.json").path))
+        #expect(FileManager.default.fileExists(atPath: cache.file("sluice/plugin-index").path))
         // Then: none for a graph of built-in nodes, only espeak for the speech graph.
         (names, outcome) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache)
         #expect(outcome.status == 0)

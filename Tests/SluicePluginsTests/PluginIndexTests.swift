@@ -1,0 +1,51 @@
+import Foundation
+import SluiceTestSupport
+import Testing
+
+@testable import SluicePlugins
+
+/// The plugin index's file: what is written reads back the same, whatever the path or message
+/// holds, and a file that is not an index (an old JSON one, a cut-off line) reads as none.
+@Suite("plugin index file")
+struct PluginIndexTests {
+    static let awkward: [String: PluginIndex.Record] = [
+        "/opt/plugins/libsluice-espeak.so": .init(size: 123_456, modified: 1_732_500_000_123_456_789, inode: 42, types: ["espeak"], error: nil),
+        "/home/ann/my\tplugins/100%,\nnew/libsluice-ünï.so": .init(size: 0, modified: -1, inode: .max, types: ["a,b", "c%d"], error: "not a library:\tbad ELF\n(line 2)"),
+        "/p/libsluice-none.so": .init(size: 7, modified: 8, inode: 9, types: [], error: nil),
+    ]
+
+    @Test("every record reads back exactly, tabs, newlines, commas and percent signs included")
+    func roundTrip() throws {
+        let bytes = PluginIndex.Format.encode(Self.awkward)
+        #expect(PluginIndex.Format.decode(bytes) == Self.awkward)
+        // One line per record after the header: nothing inside a field broke a line.
+        #expect(bytes.filter { $0 == UInt8(ascii: "\n") }.count == Self.awkward.count + 1)
+    }
+
+    @Test("written to disk by save and read by a new index: the same records", .timeLimit(.minutes(1)))
+    func throughTheFile() throws {
+        let folder = TemporaryFolder()
+        let plugin = try folder.write("not really a library", to: "libsluice-x.so")
+        let first = PluginIndex(path: folder.file("plugin-index").path)
+        first.remember(plugin.path, types: ["x-node"], error: nil)
+        first.save()
+        let again = PluginIndex(path: folder.file("plugin-index").path)
+        #expect(again.freshRecord(for: plugin.path)?.types == ["x-node"])
+    }
+
+    @Test("not an index: nothing is trusted", arguments: [
+        "{\"version\":1,\"plugins\":{}}",
+        "sluice-plugin-index 2\n/p\t1\t2\n",
+        "sluice-plugin-index 2\n/p\t1\tx\t3\t\t\n",
+        "sluice-plugin-index 2\n/p%2\t1\t2\t3\t\t\n",
+        "sluice-plugin-index 3\n",
+    ])
+    func malformed(_ text: String) {
+        #expect(PluginIndex.Format.decode(Array(text.utf8)) == nil)
+    }
+
+    @Test("an empty index reads as no records, not as none")
+    func empty() {
+        #expect(PluginIndex.Format.decode(Array("sluice-plugin-index 2\n".utf8)) == [:])
+    }
+}
