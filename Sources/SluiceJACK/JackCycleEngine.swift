@@ -202,10 +202,20 @@ final class JackCycleEngine: @unchecked Sendable {
 
     // MARK: Latency (JACK's notification thread, or the control thread)
 
+    /// Set by the playback-latency callback: the sinks' output latency is to be read again,
+    /// on the control thread (`JackDevice.service`).
+    let outputLatencyStale = Atomic<Bool>(false)
+
     /// [any-thread] Sets our ports' latency ranges for `mode`: a playback port's capture
     /// latency is the largest capture latency of the device sources feeding it plus the
     /// nodes' latency between them; a capture port's playback latency is the largest
     /// playback latency of the sinks it feeds plus the nodes' latency.
+    ///
+    /// A range is only given to JACK when it differs from the one last given (ports start at
+    /// 0–0): libjack's latency getters and setters sleep 1.1 periods whenever a graph change
+    /// is pending (`WaitGraphChange`), which it is while a connection is being made — and
+    /// `jack_connect` waits for this callback. Setting an unchanged range there cost each
+    /// start a period before its first audio.
     func setLatencies(_ mode: jack_latency_callback_mode_t) {
         let captureMode = mode == JackCaptureLatency
         // Capture mode: our outputs (playback endpoints) take their inputs' latency; playback
@@ -225,11 +235,16 @@ final class JackCycleEngine: @unchecked Sendable {
                 found = true
             }
             for channel in 0..<targets.channels[target] {
-                guard let port = targets.ports[targets.offsets[target] + channel] else { continue }
+                let slot = targets.offsets[target] + channel
+                guard let port = targets.ports[slot] else { continue }
+                if targets.latencies[slot].min == range.min && targets.latencies[slot].max == range.max { continue }
                 jack_port_set_latency_range(port, mode, &range)
+                targets.latencies[slot] = range
             }
         }
-        if !captureMode { updateOutputLatency() }
+        // Reading the sinks' playback latency here could sleep the same way: the control
+        // thread reads it instead, at its next look (within 50 ms).
+        if !captureMode { outputLatencyStale.store(true, ordering: .releasing) }
     }
 
     /// The widest range over `count` ports.
@@ -286,6 +301,10 @@ private struct Side {
     let indices: UnsafeMutablePointer<Int>
     let offsets: UnsafeMutablePointer<Int>
     let ports: UnsafeMutablePointer<OpaquePointer?>
+    /// Per port: the latency range last given to JACK for the mode it is set in (capture
+    /// latency on playback ports, playback latency on capture ports). Only the latency
+    /// callback's thread touches it (the control thread before activation).
+    let latencies: UnsafeMutablePointer<jack_latency_range_t>
     /// Per endpoint: it adds into ports an earlier endpoint writes (sinks sharing ports).
     let mixes: UnsafeMutablePointer<Bool>
 
@@ -304,6 +323,8 @@ private struct Side {
         self.offsets = copy(offsets)
         ports = .allocate(capacity: max(1, running))
         ports.initialize(repeating: nil, count: max(1, running))
+        latencies = .allocate(capacity: max(1, running))
+        latencies.initialize(repeating: jack_latency_range_t(min: 0, max: 0), count: max(1, running))
         mixes = .allocate(capacity: max(1, channels.count))
         mixes.initialize(repeating: false, count: max(1, channels.count))
     }
@@ -314,6 +335,7 @@ private struct Side {
         indices.deallocate()
         offsets.deallocate()
         ports.deallocate()
+        latencies.deallocate()
         mixes.deallocate()
     }
 }

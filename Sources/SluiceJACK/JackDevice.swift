@@ -250,10 +250,14 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
                 awaitedPorts[endpoint.name] = (deadline: deadline, problem: error.message)
             }
         }
-        engine.updateOutputLatency()
-        startLatency = engine.outputLatencyFrames
         beforeRendering?()
         engine.rendering.store(true, ordering: .releasing)
+        // After rendering starts: with the connections just made, JACK's graph change is
+        // pending until the next cycle and reading a port's latency sleeps until then
+        // (setLatencies). The playheads take it a moment after their first period.
+        engine.outputLatencyStale.store(false, ordering: .relaxed)
+        engine.updateOutputLatency()
+        startLatency = engine.outputLatencyFrames
     }
 
     private func register(
@@ -312,16 +316,21 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     }
 
     /// Re-applies `connect` rules once a port appeared (a client that restarted): only the
-    /// connections missing are made, and a pattern nothing matches yet is not an error.
+    /// connections missing are made, and a pattern nothing matches yet is not an error. Reads
+    /// the sinks' output latency again once JACK's latency callback said it may have changed.
     public func service() {
-        guard let engine, activated, let client, engine.portsChanged.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        for (endpoint, ports) in registered where endpoint.connect != ["none"] {
-            if let made = try? JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client) {
-                connectionsMade[endpoint.name] = made
-                awaitedPorts[endpoint.name] = nil
+        guard let engine, activated, let client else { return }
+        if engine.portsChanged.exchange(false, ordering: .acquiringAndReleasing) {
+            for (endpoint, ports) in registered where endpoint.connect != ["none"] {
+                if let made = try? JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client) {
+                    connectionsMade[endpoint.name] = made
+                    awaitedPorts[endpoint.name] = nil
+                }
             }
+            engine.outputLatencyStale.store(true, ordering: .relaxed)
         }
-        engine.updateOutputLatency()
+        // The latency callback only marks it: reading it there could sleep (setLatencies).
+        if engine.outputLatencyStale.exchange(false, ordering: .acquiringAndReleasing) { engine.updateOutputLatency() }
     }
 
     // MARK: Routing by command
