@@ -42,12 +42,22 @@ enum JackSuite {
         defer { server.stop() }
         note("server '\(server.name)': \(server.realtime ? "real-time scheduling" : "no real-time scheduling (jackd -R was refused)"), \(sampleRate) Hz, \(periodFrames)-frame periods")
 
-        callbackDurations(tools: tools, server: server, folder: folder)
-        liveChain(tools: tools, server: server, folder: folder, runs: runs)
-        pipelineLatency(tools: tools, server: server, folder: folder, runs: runs)
-        launchToFirstAudio(tools: tools, server: server, runs: runs)
-        playbackCPU(tools: tools, server: server, folder: folder, runs: runs)
+        let parts = Self.parts
+        if parts.contains("callback") { callbackDurations(tools: tools, server: server, folder: folder) }
+        if parts.contains("live-chain") { liveChain(tools: tools, server: server, folder: folder, runs: runs) }
+        if parts.contains("latency") { pipelineLatency(tools: tools, server: server, folder: folder, runs: runs) }
+        if parts.contains("launch") { launchToFirstAudio(tools: tools, server: server, runs: runs) }
+        if parts.contains("cpu") { playbackCPU(tools: tools, server: server, folder: folder, runs: runs) }
     }
+
+    /// The parts run: all, or those SLUICE_BENCH_JACK_PARTS names ("launch,cpu") for a trial.
+    static let parts: Set<String> = {
+        let all: Set<String> = ["callback", "live-chain", "latency", "launch", "cpu"]
+        guard let variable = ProcessInfo.processInfo.environment["SLUICE_BENCH_JACK_PARTS"], !variable.isEmpty else { return all }
+        let chosen = Set(variable.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+        if let unknown = chosen.subtracting(all).first { fail("SLUICE_BENCH_JACK_PARTS: unknown part '\(unknown)' (parts: \(all.sorted().joined(separator: ", ")))") }
+        return chosen
+    }()
 
     // MARK: Callback durations
 
