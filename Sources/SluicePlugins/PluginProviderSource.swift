@@ -186,6 +186,18 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         plan.withLock { $0.cache = cache }
     }
 
+    /// What a live run gave to be called when text arrives (`onTextArrival`).
+    private let textArrival = Mutex<(@Sendable () -> Void)?>(nil)
+
+    public func onTextArrival(_ wake: @escaping @Sendable () -> Void) {
+        textArrival.withLock { $0 = wake }
+    }
+
+    /// Wakes the source thread, if a live run asked to be: new text for `produce` to look at.
+    private func textArrived() {
+        textArrival.withLock { $0 }?()
+    }
+
     /// [control-thread] One whole utterance, placed after the text received so far.
     public func receive(text: String) {
         receive(text: text, at: plan.withLock { $0.nextOffset })
@@ -204,7 +216,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             return planned.cached != nil
         }
         // A stored utterance never reaches the plugin: its turn plays the stored audio.
-        guard !cached else { return }
+        guard !cached else { return textArrived() }
         textCall { instance, error in vtable.begin_utterance!(instance, error) }
         push(text, growingSpan: false)
         textCall { instance, error in vtable.end_utterance!(instance, error) }
@@ -300,6 +312,7 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     private func textCall(_ body: (UnsafeMutableRawPointer, UnsafeMutablePointer<sluice_error_t>) -> Bool) {
         var error = sluice_error_t()
         let succeeded = textSide.withLock { side in body(side.instance, &error) }
+        textArrived()
         guard !succeeded else { return }
         let failure = PluginFailure(error)
         textFailure.withLock { stored in

@@ -161,12 +161,17 @@ public protocol TextDrivenSource: SourceNode {
     /// [any-thread] Whether the source marks where each word's audio begins (`word` markers),
     /// so what was heard is known to the word. False by default.
     var reportsWordTiming: Bool { get }
+    /// [control-thread] Before the run starts: `wake` is to be called whenever text arrives
+    /// (or its end, or a barge-in), so a source thread idling between looks at a provider
+    /// that had nothing wakes at once instead of at its next look. Ignored by default.
+    func onTextArrival(_ wake: @escaping @Sendable () -> Void)
 }
 
 extension TextDrivenSource {
     public func receive(text: String, at offset: Int) { receive(text: text) }
     public var hasSpokenAllText: Bool { false }
     public var reportsWordTiming: Bool { false }
+    public func onTextArrival(_ wake: @escaping @Sendable () -> Void) {}
     public func interrupt() -> UtteranceID? { interrupt(changing: [:]) }
     public func interrupt(changing parameters: [String: ParameterValue]) -> UtteranceID? { nil }
 }

@@ -5,8 +5,17 @@ import SluiceAudio
 /// these; only who calls what, and on which thread, differs.
 final class GraphRuntime: @unchecked Sendable {
     let graph: CompiledGraph
+    /// For each sink, the index in `sources` of the first source upstream of it (0 when none
+    /// is): the source whose production sizes that sink's `auto` watermark.
+    let sinkSources: [Int]
     /// The processors the worker (or the offline driver) runs.
     let processors: [ProcessorSlot]
+    /// `processors` as unretained references, for the worker's passes: reading a class
+    /// reference out of an array retains and releases it, and with a hundred voices the
+    /// worker's scans over their processors were a sixth of the process's CPU in
+    /// swift_retain/swift_release alone.
+    // SAFETY: filled in `init` from `processors`, which owns the slots for the runtime's life.
+    private let processorRefs: UnsafeMutablePointer<Unmanaged<ProcessorSlot>>
     /// The processors a device's cycle runs (live runs), in its order.
     let cycleProcessors: [ProcessorSlot]
     let sources: [SourceSlot]
@@ -129,6 +138,11 @@ final class GraphRuntime: @unchecked Sendable {
                 sources.append(SourceSlot(
                     name: node.name, node: source, ports: ports, output: output, wake: sourceWakes[index],
                     chunked: !sinks.contains { $0.writer === output }))
+                // Text arriving wakes the source's thread, which idles between looks at a
+                // provider that had nothing (LiveRun.runSource).
+                if let text = source as? any TextDrivenSource, let wake = sourceWakes[index] {
+                    text.onTextArrival { wake.post() }
+                }
             case let capture as any DeviceSourceNode:
                 guard let writer = writers[index][0] as? FrameEdgeWriter else { continue }
                 captures.append(GraphCycle.Capture(name: node.name, node: capture, writer: writer, channels: capture.channelCount))
@@ -142,7 +156,23 @@ final class GraphRuntime: @unchecked Sendable {
                 break
             }
         }
+        // Each sink's own source sizes its `auto` watermark: with many voices in one graph, the
+        // primary source alone is no measure of a voice that waits its turn for a shared
+        // engine (espeak-ng synthesises one voice at a time).
+        let sourceNodes = graph.nodes.indices.filter { graph.nodes[$0].instance is any SourceNode }
+        sinkSources = sinkNodeIndices.map { sink in
+            var upstream: Set<Int> = [sink]
+            var frontier = [sink]
+            while let node = frontier.popLast() {
+                for edge in graph.edges where edge.toNode == node && upstream.insert(edge.fromNode).inserted {
+                    frontier.append(edge.fromNode)
+                }
+            }
+            return sourceNodes.firstIndex { upstream.contains($0) } ?? 0
+        }
         self.processors = processors
+        processorRefs = .allocate(capacity: max(1, processors.count))
+        for (index, slot) in processors.enumerated() { (processorRefs + index).initialize(to: .passUnretained(slot)) }
         self.cycleProcessors = cycleProcessors
         self.sources = sources
         self.sinks = sinks
@@ -178,14 +208,13 @@ final class GraphRuntime: @unchecked Sendable {
         var moved = true
         while moved {
             moved = false
-            for index in processors.indices {
-                let slot = processors[index]
-                var rounds = 0
-                while slot.step() {
-                    moved = true
-                    rounds += 1
-                    if rounds == 64 { break }
+            for index in 0..<processors.count {
+                let rounds = processorRefs[index]._withUnsafeGuaranteedRef { slot in
+                    var rounds = 0
+                    while rounds < 64 && slot.step() { rounds += 1 }
+                    return rounds
                 }
+                if rounds > 0 { moved = true }
             }
             movedAtAll = movedAtAll || moved
         }
@@ -202,9 +231,9 @@ final class GraphRuntime: @unchecked Sendable {
     /// every tick.
     func updateAutoWatermarks(at time: Double) {
         guard !sources.isEmpty else { return }
-        let source = sources[0]
         for index in sinks.indices {
             let sink = sinks[index]
+            let source = sources[sinkSources[index]]
             guard sink.controller.strategy == .auto, sink.playhead.state == .buffering else { continue }
             let played = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
             // Production is measured from the current reply's first output (the stream's, but in
@@ -234,6 +263,10 @@ final class GraphRuntime: @unchecked Sendable {
     }
 
     // MARK: Teardown
+
+    deinit {
+        processorRefs.deallocate()
+    }
 
     func deactivate() {
         for node in graph.nodes { node.instance.deactivate() }

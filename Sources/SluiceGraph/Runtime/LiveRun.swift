@@ -207,8 +207,11 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         var measurementAwaited = source === runtime.sources.first
             && runtime.sinks.contains { $0.controller.strategy == .auto }
         let window = min(FlowController.measureSeconds, source.node.expectedDuration ?? FlowController.measureSeconds)
+        var idleLooks = 0
         while !stopRequested.load(ordering: .acquiring) {
-            switch source.step(at: graphTime) {
+            let step = source.step(at: graphTime)
+            if step != .idle { idleLooks = 0 }
+            switch step {
             case .progressed:
                 if measurementAwaited && source.producedSeconds >= window {
                     measurementAwaited = false
@@ -221,7 +224,19 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                 // Paced sources wait on the device clock, which moves a period at a time.
                 sleep(seconds: 0.001)
             case .idle:
-                sleep(seconds: 0.001)
+                // A provider with nothing yet (synthesising, waiting for the network or for
+                // text) is looked at again within a millisecond, then, once it has had nothing
+                // for a while, less often (provider.h allows "a few milliseconds"): a hundred
+                // idle voices polling every millisecond were a hundred thousand context
+                // switches a second. New text wakes the thread at once (`onTextArrival`), and
+                // the look count starts again from there.
+                idleLooks += 1
+                let pause = idleLooks <= Self.eagerIdleLooks ? 0.001 : idleLooks <= 4 * Self.eagerIdleLooks ? 0.002 : 0.004
+                if let wake = source.wake {
+                    if wake.wait(timeout: pause) { idleLooks = 0 }
+                } else {
+                    sleep(seconds: pause)
+                }
             case .finished:
                 if measurementAwaited { controlWake.post() }
                 return
@@ -229,10 +244,16 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         }
     }
 
+    /// Idle looks a millisecond apart before a source thread looks less often.
+    static let eagerIdleLooks = 20
+
     private func runWorker() {
         while !stopRequested.load(ordering: .acquiring) {
             if !runtime.workerPass() {
-                runtime.workerWake?.wait(timeout: 0.05)
+                // Every edge that gained audio or room posted the wake, each post counted: the
+                // pass after waking sees all of them, so the rest are dropped. Left counted,
+                // a hundred voices' posts became as many passes over every processor.
+                if runtime.workerWake?.wait(timeout: 0.05) == true { runtime.workerWake?.drain() }
             }
         }
     }
