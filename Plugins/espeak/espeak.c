@@ -100,10 +100,26 @@ static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 /* The rate espeak_Initialize returned, or -1 when it failed. Written once under engine_once. */
 static int engine_rate = -1;
 
-/* Who holds the engine: `engine_busy` under `engine_mutex`; waiters wait on `engine_free`. */
+/* Who holds the engine: `engine_busy` under `engine_mutex`. The engine passes to waiters in
+ * the order they came (a queue of `engine_waiter_t`, each woken on its own condition): with
+ * a broadcast and a free-for-all, a hundred voices woke together at every hand-off and the
+ * unlucky ones waited several turns for their next sentence, and ran dry. */
 static pthread_mutex_t engine_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t engine_free;
 static bool engine_busy = false;
+
+typedef struct engine_waiter {
+    struct engine_waiter *next;
+    struct espeak_provider *instance;
+    pthread_cond_t granted_signal;
+    bool granted; /* the engine is this waiter's: set by the holder that released it */
+} engine_waiter_t;
+
+static engine_waiter_t *engine_queue_head = NULL;
+static engine_waiter_t *engine_queue_tail = NULL;
+
+/* The voice espeak-ng has selected now (empty: unknown), under the engine's hold: a holder
+ * with the same voice skips selecting it again, which re-reads the voice's files. */
+static char engine_voice[128] = "";
 /* Threads waiting in engine_acquire: the holder spills rather than blocks while any do. */
 static atomic_int engine_waiters = 0;
 /* The instance whose espeak_Synth is running: set and cleared by the engine's holder, read
@@ -115,7 +131,6 @@ static int on_samples(short *samples, int count, espeak_EVENT *events);
 static void init_monotonic_condition(pthread_cond_t *condition);
 
 static void engine_initialise(void) {
-    init_monotonic_condition(&engine_free);
     /* DONT_EXIT: report missing data instead of exiting the host. */
     engine_rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, ENGINE_CHUNK_MS, NULL, espeakINITIALIZE_DONT_EXIT);
     if (engine_rate > 0) espeak_SetSynthCallback(on_samples);
@@ -224,53 +239,90 @@ static void init_monotonic_condition(pthread_cond_t *condition) {
     pthread_condattr_destroy(&attributes);
 }
 
-/* Takes the engine for `self`; false (without it) when `self` is told to stop first. */
+/* Takes the engine for `self`, after the threads that asked before; false (without it) when
+ * `self` is told to stop first. */
 static bool engine_acquire(espeak_provider_t *self) {
     pthread_mutex_lock(&engine_mutex);
-    if (engine_busy) {
-        atomic_fetch_add_explicit(&engine_waiters, 1, memory_order_relaxed);
-        while (engine_busy && !should_stop(self)) wait_briefly(&engine_free, &engine_mutex);
-        atomic_fetch_sub_explicit(&engine_waiters, 1, memory_order_relaxed);
-    }
-    const bool acquired = !engine_busy;
-    if (acquired) {
+    if (!engine_busy) {
         engine_busy = true;
         engine_owner = self;
+        pthread_mutex_unlock(&engine_mutex);
+        return true;
+    }
+    engine_waiter_t waiter = {.next = NULL, .instance = self, .granted = false};
+    init_monotonic_condition(&waiter.granted_signal);
+    if (engine_queue_tail != NULL) engine_queue_tail->next = &waiter; else engine_queue_head = &waiter;
+    engine_queue_tail = &waiter;
+    atomic_fetch_add_explicit(&engine_waiters, 1, memory_order_relaxed);
+    while (!waiter.granted && !should_stop(self)) wait_briefly(&waiter.granted_signal, &engine_mutex);
+    atomic_fetch_sub_explicit(&engine_waiters, 1, memory_order_relaxed);
+    if (!waiter.granted) {
+        /* Told to stop while waiting: leave the queue (no holder has taken this waiter). */
+        engine_waiter_t **link = &engine_queue_head;
+        engine_waiter_t *previous = NULL;
+        while (*link != &waiter) {
+            previous = *link;
+            link = &(*link)->next;
+        }
+        *link = waiter.next;
+        if (engine_queue_tail == &waiter) engine_queue_tail = previous;
     }
     pthread_mutex_unlock(&engine_mutex);
-    return acquired;
+    pthread_cond_destroy(&waiter.granted_signal);
+    return waiter.granted;
 }
 
+/* Hands the engine to the longest waiter, or frees it. */
 static void engine_release(void) {
     pthread_mutex_lock(&engine_mutex);
-    engine_busy = false;
-    engine_owner = NULL;
-    pthread_cond_broadcast(&engine_free);
+    engine_waiter_t *next = engine_queue_head;
+    if (next != NULL) {
+        engine_queue_head = next->next;
+        if (engine_queue_head == NULL) engine_queue_tail = NULL;
+        next->granted = true;
+        engine_owner = next->instance; /* still busy: the engine passes straight on */
+        pthread_cond_signal(&next->granted_signal);
+    } else {
+        engine_busy = false;
+        engine_owner = NULL;
+    }
     pthread_mutex_unlock(&engine_mutex);
 }
 
 /* Wakes every thread waiting for the engine, so one told to stop sees it now. */
 static void engine_wake_waiters(void) {
     pthread_mutex_lock(&engine_mutex);
-    pthread_cond_broadcast(&engine_free);
+    for (engine_waiter_t *waiter = engine_queue_head; waiter != NULL; waiter = waiter->next) {
+        pthread_cond_signal(&waiter->granted_signal);
+    }
     pthread_mutex_unlock(&engine_mutex);
 }
 
 /* [engine holder] Selects `name` as the command line does: a voice's file or name
  * ("gmw/en", "en-us", "en+f3"), else the best voice for a language ("en-gb"). */
 static espeak_ERROR engine_select_voice(const char *name) {
-    if (espeak_SetVoiceByName(name) == EE_OK) return EE_OK;
-    espeak_VOICE properties;
-    memset(&properties, 0, sizeof properties);
-    properties.languages = name;
-    return espeak_SetVoiceByProperties(&properties);
+    engine_voice[0] = '\0';
+    espeak_ERROR status = espeak_SetVoiceByName(name);
+    if (status != EE_OK) {
+        espeak_VOICE properties;
+        memset(&properties, 0, sizeof properties);
+        properties.languages = name;
+        status = espeak_SetVoiceByProperties(&properties);
+    }
+    if (status == EE_OK && strlen(name) < sizeof engine_voice) strcpy(engine_voice, name);
+    return status;
 }
 
-/* [engine holder] Sets the voice and the prosody, which are process-global in espeak-ng. */
+/* [engine holder] Sets the voice and the prosody, which are process-global in espeak-ng. The
+ * voice is selected only when another was (selecting one re-reads its files: many voices of
+ * one kind in a process took turns re-reading the same ones). */
 static espeak_ERROR engine_configure(const espeak_provider_t *self) {
-    espeak_ERROR status = engine_select_voice(self->voice);
-    if (status != EE_OK) return status;
-    /* After the voice: selecting a voice resets them. */
+    if (strcmp(engine_voice, self->voice) != 0 || engine_voice[0] == '\0') {
+        espeak_ERROR status = engine_select_voice(self->voice);
+        if (status != EE_OK) return status;
+    }
+    espeak_ERROR status;
+    /* Always, after the voice: selecting a voice resets them, and the last holder's may differ. */
     if ((status = espeak_SetParameter(espeakRATE, self->rate, 0)) != EE_OK) return status;
     if ((status = espeak_SetParameter(espeakPITCH, self->pitch, 0)) != EE_OK) return status;
     return espeak_SetParameter(espeakVOLUME, self->volume, 0);
@@ -644,7 +696,14 @@ static void espeak_cancel(void *instance) {
      * flag within WAIT_BACKSTOP_NS. POSIX allows signalling without holding the mutex. */
     pthread_cond_signal(&self->changed);
     pthread_cond_signal(&self->readable);
-    pthread_cond_broadcast(&engine_free);
+    /* A synthesis thread waiting for the engine: woken now if the engine's lock is free at
+     * once (its holders never keep it long), else it sees the flag at its backstop. */
+    if (pthread_mutex_trylock(&engine_mutex) == 0) {
+        for (engine_waiter_t *waiter = engine_queue_head; waiter != NULL; waiter = waiter->next) {
+            if (waiter->instance == self) pthread_cond_signal(&waiter->granted_signal);
+        }
+        pthread_mutex_unlock(&engine_mutex);
+    }
 }
 
 static void espeak_destroy(void *instance) {
