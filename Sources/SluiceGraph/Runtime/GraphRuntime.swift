@@ -10,12 +10,6 @@ final class GraphRuntime: @unchecked Sendable {
     let sinkSources: [Int]
     /// The processors the worker (or the offline driver) runs.
     let processors: [ProcessorSlot]
-    /// `processors` as unretained references, for the worker's passes: reading a class
-    /// reference out of an array retains and releases it, and with a hundred voices the
-    /// worker's scans over their processors were a sixth of the process's CPU in
-    /// swift_retain/swift_release alone.
-    // SAFETY: filled in `init` from `processors`, which owns the slots for the runtime's life.
-    private let processorRefs: UnsafeMutablePointer<Unmanaged<ProcessorSlot>>
     /// The processors a device's cycle runs (live runs), in its order.
     let cycleProcessors: [ProcessorSlot]
     let sources: [SourceSlot]
@@ -160,19 +154,17 @@ final class GraphRuntime: @unchecked Sendable {
         // primary source alone is no measure of a voice that waits its turn for a shared
         // engine (espeak-ng synthesises one voice at a time).
         let sourceNodes = graph.nodes.indices.filter { graph.nodes[$0].instance is any SourceNode }
+        var feeders = [[Int]](repeating: [], count: graph.nodes.count)
+        for edge in graph.edges { feeders[edge.toNode].append(edge.fromNode) }
         sinkSources = sinkNodeIndices.map { sink in
             var upstream: Set<Int> = [sink]
             var frontier = [sink]
             while let node = frontier.popLast() {
-                for edge in graph.edges where edge.toNode == node && upstream.insert(edge.fromNode).inserted {
-                    frontier.append(edge.fromNode)
-                }
+                for feeder in feeders[node] where upstream.insert(feeder).inserted { frontier.append(feeder) }
             }
             return sourceNodes.firstIndex { upstream.contains($0) } ?? 0
         }
         self.processors = processors
-        processorRefs = .allocate(capacity: max(1, processors.count))
-        for (index, slot) in processors.enumerated() { (processorRefs + index).initialize(to: .passUnretained(slot)) }
         self.cycleProcessors = cycleProcessors
         self.sources = sources
         self.sinks = sinks
@@ -208,13 +200,14 @@ final class GraphRuntime: @unchecked Sendable {
         var moved = true
         while moved {
             moved = false
-            for index in 0..<processors.count {
-                let rounds = processorRefs[index]._withUnsafeGuaranteedRef { slot in
-                    var rounds = 0
-                    while rounds < 64 && slot.step() { rounds += 1 }
-                    return rounds
+            for index in processors.indices {
+                let slot = processors[index]
+                var rounds = 0
+                while slot.step() {
+                    moved = true
+                    rounds += 1
+                    if rounds == 64 { break }
                 }
-                if rounds > 0 { moved = true }
             }
             movedAtAll = movedAtAll || moved
         }
@@ -263,10 +256,6 @@ final class GraphRuntime: @unchecked Sendable {
     }
 
     // MARK: Teardown
-
-    deinit {
-        processorRefs.deallocate()
-    }
 
     func deactivate() {
         for node in graph.nodes { node.instance.deactivate() }

@@ -18,12 +18,6 @@ public final class ProcessorSlot {
     /// The edges as the last step that moved nothing saw them (see `isIdle`), or empty.
     private var idleState: UnsafeMutableBufferPointer<Int>
     private var idleKnown = false
-    /// `inputs` and `outputs` as unretained references, for `isIdle`, which the worker calls
-    /// for every processor at every pass: reading them out of the arrays retained and
-    /// released each edge every time.
-    // SAFETY: filled in `init` from the arrays, which own the edges for the slot's life.
-    private let inputRefs: UnsafeMutablePointer<Unmanaged<EdgeReader>>
-    private let outputRefs: UnsafeMutablePointer<Unmanaged<EdgeWriter>>
 
     /// - Parameter parameterWake: posted when a live parameter change is queued (the thread
     ///   that runs this slot, if it sleeps).
@@ -40,16 +34,10 @@ public final class ProcessorSlot {
         parameters = liveNode == nil ? nil : ParameterQueue(wake: parameterWake)
         idleState = .allocate(capacity: 2 * (inputs.count + outputs.count) + 2)
         idleState.initialize(repeating: 0)
-        inputRefs = .allocate(capacity: max(1, inputs.count))
-        for (index, input) in inputs.enumerated() { (inputRefs + index).initialize(to: .passUnretained(input)) }
-        outputRefs = .allocate(capacity: max(1, outputs.count))
-        for (index, output) in outputs.enumerated() { (outputRefs + index).initialize(to: .passUnretained(output)) }
     }
 
     deinit {
         idleState.deallocate()
-        inputRefs.deallocate()
-        outputRefs.deallocate()
     }
 
     /// Whether a step would move nothing: the last one moved nothing, and since then no input
@@ -65,15 +53,15 @@ public final class ProcessorSlot {
         var index = 0
         same = noteIdle(inputLimit, at: &index) && same
         same = noteIdle(outputLimit, at: &index) && same
-        for port in 0..<inputs.count {
-            let (units, marker) = inputRefs[port]._withUnsafeGuaranteedRef { ($0.readableRegion().units, $0.nextMarker()?.position ?? -1) }
-            same = noteIdle(units, at: &index) && same
-            same = noteIdle(marker, at: &index) && same
+        for port in inputs.indices {
+            let input = inputs[port]
+            same = noteIdle(input.readableRegion().units, at: &index) && same
+            same = noteIdle(input.nextMarker()?.position ?? -1, at: &index) && same
         }
-        for port in 0..<outputs.count {
-            let (units, room) = outputRefs[port]._withUnsafeGuaranteedRef { ($0.writableRegion().units, $0.markerRoom()) }
-            same = noteIdle(units, at: &index) && same
-            same = noteIdle(room, at: &index) && same
+        for port in outputs.indices {
+            let output = outputs[port]
+            same = noteIdle(output.writableRegion().units, at: &index) && same
+            same = noteIdle(output.markerRoom(), at: &index) && same
         }
         return same
     }

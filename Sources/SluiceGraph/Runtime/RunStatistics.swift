@@ -24,7 +24,7 @@ struct RunStatistics {
         let buffered = Double(written - sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
         report.peakBufferedSeconds = max(report.peakBufferedSeconds, buffered)
         if timeline != nil {
-            sampleTimeline(at: time)
+            sampleTimeline(at: time, buffered: buffered)
             let xruns = runtime.graph.devices.reduce(0) { $0 + $1.xruns }
             if xruns > xrunsSeen {
                 for _ in xrunsSeen..<xruns { timeline!.mark(.xrun, at: time) }
@@ -35,11 +35,11 @@ struct RunStatistics {
 
     /// Records the first sink's buffer at graph time `time` in the timeline, if one is kept
     /// (an offline renderer also looks between its updates, at each period it renders).
-    mutating func sampleTimeline(at time: Double) {
+    mutating func sampleTimeline(at time: Double, buffered known: Double? = nil) {
         guard timeline != nil, !runtime.sinks.isEmpty else { return }
         let sink = runtime.sinks[0]
         let rate = Double(sink.playhead.sampleRate)
-        let buffered = Double(sink.writer.writtenUnits.load(ordering: .relaxed) - sink.playhead.playedFrames) / rate
+        let buffered = known ?? Double(sink.writer.writtenUnits.load(ordering: .relaxed) - sink.playhead.playedFrames) / rate
         let watermark = sink.playhead.watermarkFrames
         timeline!.sample(at: time, buffered: max(0, buffered), watermark: watermark == Int.max ? nil : Double(watermark) / rate)
     }
@@ -102,8 +102,9 @@ struct RunStatistics {
     private mutating func recordInTimeline(_ event: DrainEvent, at time: Double) {
         switch event.kind {
         case .started:
-            // Only the first start is first audio; later ones follow pauses and waits for text.
-            if !timeline!.marks.contains(where: { $0.kind == .firstAudio }) { timeline!.mark(.firstAudio, at: time) }
+            // Only the first start is first audio (the report's, set after this); later ones
+            // follow pauses and waits for text.
+            if report.timeToFirstAudio == nil { timeline!.mark(.firstAudio, at: time) }
         case .underrunStart: timeline!.mark(.underrunStart, at: time)
         case .underrunEnd: timeline!.mark(.underrunEnd, at: time)
         case .finished: timeline!.mark(.finished, at: time)
