@@ -107,7 +107,8 @@ final class JackCycleEngine: @unchecked Sendable {
         // retain/release off the real-time thread.
         cycle._withUnsafeGuaranteedRef { cycle in
             for endpoint in 0..<capture.count { capture(endpoint, cycle: cycle, nframes: nframes) }
-            cycle.process()
+            for endpoint in 0..<playback.count { preparePlayback(endpoint, cycle: cycle, nframes: nframes) }
+            cycle.process(frames: frames)
             for endpoint in 0..<playback.count { play(endpoint, cycle: cycle, nframes: nframes, deviceTime: deviceTime) }
         }
         let elapsed = nanoseconds() &- started
@@ -116,11 +117,34 @@ final class JackCycleEngine: @unchecked Sendable {
         durationCount.store(count + 1, ordering: .releasing)
     }
 
-    /// [audio-thread] Interleaves a device source's ports into its edge, all or nothing.
+    /// [audio-thread] Interleaves a device source's ports into its edge, all or nothing; or,
+    /// feeding the direct section, hands it the port's buffer (one channel) or interleaves
+    /// into the section's buffer.
     @inline(__always)
     private func capture(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
         let frames = Int(nframes)
         let channels = capture.channels[endpoint]
+        let index = capture.indices[endpoint]
+        if cycle.capturesDirectly(index) {
+            if channels == 1, let port = capture.ports[capture.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
+                // SAFETY: JACK hands a buffer of `nframes` samples, valid for this period; the
+                // nodes only read it.
+                cycle.capture(index, from: raw.assumingMemoryBound(to: Float.self))
+                return
+            }
+            let target = cycle.captureBuffer(index)
+            for channel in 0..<channels {
+                guard let port = capture.ports[capture.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else {
+                    for frame in 0..<frames { target[frame * channels + channel] = 0 }
+                    continue
+                }
+                // SAFETY: JACK hands a buffer of `nframes` samples for an audio port; the
+                // section's buffer holds `maximumFrames` frames of `channels`.
+                let buffer = raw.assumingMemoryBound(to: Float.self)
+                for frame in 0..<frames { target[frame * channels + channel] = buffer[frame] }
+            }
+            return
+        }
         guard let regions = cycle.captureRegions(capture.indices[endpoint], frames: frames) else { return }
         let split = regions.first.count
         if channels == 1 {
@@ -150,6 +174,20 @@ final class JackCycleEngine: @unchecked Sendable {
         cycle.commitCapture(capture.indices[endpoint], frames: frames)
     }
 
+    /// [audio-thread] Before the nodes run: a sink with one port of its own finds the port's
+    /// buffer, and a direct section's nodes write into it straight.
+    @inline(__always)
+    private func preparePlayback(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
+        playback.buffers[endpoint] = nil
+        guard playback.channels[endpoint] == 1, !playback.mixes[endpoint],
+              let port = playback.ports[playback.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) else { return }
+        // SAFETY: JACK hands a buffer of `nframes` samples for an audio port, valid for this
+        // period.
+        let buffer = raw.assumingMemoryBound(to: Float.self)
+        playback.buffers[endpoint] = buffer
+        _ = cycle.playInPlace(playback.indices[endpoint], into: buffer)
+    }
+
     /// [audio-thread] Renders a device sink's playhead and spreads it over its ports; a sink
     /// whose ports an earlier sink wrote this period (sinks sharing ports) adds to them.
     @inline(__always)
@@ -157,10 +195,10 @@ final class JackCycleEngine: @unchecked Sendable {
         let frames = Int(nframes)
         let channels = playback.channels[endpoint]
         let adding = playback.mixes[endpoint]
-        if channels == 1, !adding, let port = playback.ports[playback.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
-            // One port: the playhead renders straight into JACK's buffer.
-            // SAFETY: JACK hands a buffer of `nframes` samples for an audio port.
-            cycle.render(playback.indices[endpoint], into: raw.assumingMemoryBound(to: Float.self), frames: frames, deviceTime: deviceTime)
+        if let buffer = playback.buffers[endpoint] {
+            // One port: the playhead renders straight into JACK's buffer (where a direct
+            // section's nodes may have written the period already).
+            cycle.render(playback.indices[endpoint], into: buffer, frames: frames, deviceTime: deviceTime)
             return
         }
         cycle.render(playback.indices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
@@ -307,6 +345,9 @@ private struct Side {
     let latencies: UnsafeMutablePointer<jack_latency_range_t>
     /// Per endpoint: it adds into ports an earlier endpoint writes (sinks sharing ports).
     let mixes: UnsafeMutablePointer<Bool>
+    /// Per endpoint, the audio thread's: this period's buffer of a playback endpoint with one
+    /// port of its own, or nil.
+    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
 
     init(channels: [Int], indices: [Int]) {
         func copy(_ values: [Int]) -> UnsafeMutablePointer<Int> {
@@ -327,6 +368,8 @@ private struct Side {
         latencies.initialize(repeating: jack_latency_range_t(min: 0, max: 0), count: max(1, running))
         mixes = .allocate(capacity: max(1, channels.count))
         mixes.initialize(repeating: false, count: max(1, channels.count))
+        buffers = .allocate(capacity: max(1, channels.count))
+        buffers.initialize(repeating: nil, count: max(1, channels.count))
     }
 
     /// [control-thread] After the client is closed.
@@ -337,5 +380,6 @@ private struct Side {
         ports.deallocate()
         latencies.deallocate()
         mixes.deallocate()
+        buffers.deallocate()
     }
 }

@@ -15,7 +15,7 @@ struct CheckCommand: ParsableCommand, LoggingCommand {
     @Argument(help: "A graph file, or a one-line graph in quotes.")
     var graph: String
 
-    @Flag(name: .shortAndLong, help: "Also list each node, its formats and where it runs in a live run (the JACK cycle, the worker, its own thread).")
+    @Flag(name: .shortAndLong, help: "Also list each node, its formats and where it runs in a live run (the JACK cycle, on the period's buffers when direct; the worker; its own thread).")
     var verbose = false
 
     @OptionGroup var plugins: PluginOptions
@@ -27,6 +27,7 @@ struct CheckCommand: ParsableCommand, LoggingCommand {
         printError("\(graph): ok (\(compiled.nodes.count) nodes, \(compiled.edges.count) links)")
         guard verbose else { return }
         let placement = compiled.placement
+        let direct = compiled.directInCycle(placement: placement)
         let width = compiled.nodes.map(\.name.count).max() ?? 0
         for (index, node) in compiled.nodes.enumerated() {
             let formats = node.outputFormats.isEmpty
@@ -34,9 +35,13 @@ struct CheckCommand: ParsableCommand, LoggingCommand {
                 : node.outputFormats.map(\.description).joined(separator: ", ")
             let padded = node.name + String(repeating: " ", count: width - node.name.count)
             let choice = node.instance.compiledChoice.map { "  (\($0))" } ?? ""
-            print("  \(padded)  \(Self.describe(placement[index]))  \(node.descriptor.typeName)  \(formats)\(choice)")
+            print("  \(padded)  \(direct[index] ? Self.directLabel : Self.describe(placement[index]))  \(node.descriptor.typeName)  \(formats)\(choice)")
         }
     }
+
+    /// A node in the JACK cycle whose audio goes through the period's own buffers, no ring
+    /// (docs/architecture.md, "Frame for frame").
+    static let directLabel = "jack-direct  "
 
     static func describe(_ placement: NodePlacement) -> String {
         switch placement {

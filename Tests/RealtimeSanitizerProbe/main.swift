@@ -5,7 +5,7 @@ import SluiceJACK
 import SluiceNodes
 import Synchronization
 
-// RealtimeSanitizerProbe SERVER GRAPH-INPUT [--boundary sink|source] | SERVER --live-chain SECONDS | --self-test
+// RealtimeSanitizerProbe SERVER GRAPH-INPUT [--boundary sink|source] | SERVER --live-chain|--direct-chains SECONDS | --self-test
 //
 // Runs a graph on JACK server SERVER with RealtimeSanitizer's real-time context entered
 // around every process callback — the whole cycle: capture, the nodes placed in it, the
@@ -15,6 +15,8 @@ import Synchronization
 //   aligner, resampler, crossfader, fader and channel map inside the callback too.
 // - `--live-chain SECONDS`: jack.source -> fader -> jack.sink for that long, fed by a tone
 //   graph of its own client.
+// - `--direct-chains SECONDS`: the cycle's direct section (nodes on the period's buffers, no
+//   ring): a mono chain fed by the tone, and a stereo one, in one client.
 // `--self-test` makes one allocation in real-time context, to show the sanitizer is watching
 // (it must fail). Linked with clang's RTSan runtime (see Package.swift); run by
 // RealtimeSanitizerTests, which also checks the hooks were entered once per callback.
@@ -58,11 +60,25 @@ func enterCounted() {
 }
 
 guard arguments.count == 2 || arguments.count == 3 || arguments.count == 4 else {
-    printError("usage: RealtimeSanitizerProbe SERVER INPUT.s16 [--boundary sink|source] | SERVER --live-chain SECONDS | --self-test")
+    printError("usage: RealtimeSanitizerProbe SERVER INPUT.s16 [--boundary sink|source] | SERVER --live-chain|--direct-chains SECONDS | --self-test")
     exit(2)
 }
 let server = arguments[arguments.startIndex]
 let input = arguments[arguments.startIndex + 1]
+/// The direct section (`--direct-chains`): a mono chain whose nodes read and write the ports'
+/// buffers, and a stereo one interleaved through the section's own buffers, in one client.
+let directChains = """
+    name: direct
+    nodes:
+      mic:     { type: jack.source, channels: 1, connect: none }
+      gain:    { type: fader, length: 0, gain: 0.5 }
+      out:     { type: jack.sink, channels: 1, connect: none }
+      pair:    { type: jack.source, channels: 2, connect: none }
+      swap:    { type: channel-map, channels: 2, routing: [1, 0] }
+      pairOut: { type: jack.sink, channels: 2, connect: none }
+    links: [mic -> gain -> out, pair -> swap -> pairOut]
+    playback: { strategy: stream, client: rtsan-direct }
+    """
 JackRealtimeHooks.installed = JackRealtimeHooks(enter: { enterCounted() }, exit: { exitRealtime() })
 do {
     var registry = BuiltinNodes.registry()
@@ -71,12 +87,19 @@ do {
     let report: RunReport
     let graph: CompiledGraph
     var devices: [JackDevice] = []
-    if input == "--live-chain" {
+    if input == "--live-chain" || input == "--direct-chains" {
         let seconds = Double(arguments[arguments.startIndex + 2]) ?? 2
-        var chain = try OneLineGraph.parse("jack.source channels=1 connect=none ! fader length=64 gain=0.5 ! jack.sink connect=none")
-        chain.playback = PlaybackSettings(strategy: .stream, client: "rtsan-chain")
-        graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(chain)
-        var feed = try OneLineGraph.parse("tone frequency=440 duration=\(seconds) ! jack.sink connect=rtsan-chain:in_1")
+        let feedPort: String
+        if input == "--live-chain" {
+            var chain = try OneLineGraph.parse("jack.source channels=1 connect=none ! fader length=64 gain=0.5 ! jack.sink connect=none")
+            chain.playback = PlaybackSettings(strategy: .stream, client: "rtsan-chain")
+            graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(chain)
+            feedPort = "rtsan-chain:in_1"
+        } else {
+            graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(GraphFile.parse(directChains, file: "direct.yaml"))
+            feedPort = "rtsan-direct:mic.in_1"
+        }
+        var feed = try OneLineGraph.parse("tone frequency=440 duration=\(seconds) ! jack.sink connect=\(feedPort)")
         feed.playback = PlaybackSettings(strategy: .stream, client: "rtsan-feed")
         let feedGraph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(feed)
         let chainRun = try LiveRun(graph: graph)

@@ -37,7 +37,7 @@ struct CheckCommandTests {
         }
     }
 
-    @Test("--verbose lists where each node runs live: the speech chain on the worker, a live chain in the JACK cycle")
+    @Test("--verbose lists where each node runs live: the speech chain on the worker, a live chain in the JACK cycle on the period's buffers")
     func verboseShowsPlacement() throws {
         let speech = try CLI.sluice(["check", "--verbose", "graphs/speak.yaml"])
         #expect(speech.status == 0, "\(speech.standardError)")
@@ -54,7 +54,8 @@ struct CheckCommandTests {
         let live = try CLI.sluice(["check", "-v", "graphs/live-gain.yaml"])
         #expect(live.status == 0, "\(live.standardError)")
         #expect(live.standardOutput.split(separator: "\n").count == 3, "\(live.standardOutput)")
-        #expect(live.standardOutput.split(separator: "\n").allSatisfy { $0.contains(" jack-cycle ") }, "\(live.standardOutput)")
+        // Frame for frame from JACK's input to its output: on the period's buffers, no ring.
+        #expect(live.standardOutput.split(separator: "\n").allSatisfy { $0.contains(" jack-direct ") }, "\(live.standardOutput)")
     }
 
     /// Writes `yaml` as `name` in the temporary folder and checks it from there, so messages

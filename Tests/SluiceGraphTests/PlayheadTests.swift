@@ -190,6 +190,58 @@ import Testing
         }
     }
 
+    /// A period the cycle's direct section made, played in place: `count` frames of ones.
+    func renderInPlace(_ rig: Rig, _ count: Int) -> [Float] {
+        rig.output.update(repeating: 1, count: count)
+        rig.playhead.renderInPlace(rig.output, frames: count)
+        return Array(UnsafeBufferPointer(start: rig.output, count: count))
+    }
+
+    @Test("a period made in place plays at once, untouched and counted, with no watermark")
+    func inPlacePeriodsPlayAtOnce() {
+        let rig = Rig(watermark: 4096)
+        #expect(renderInPlace(rig, 256) == Array(repeating: 1, count: 256))
+        #expect(rig.playhead.state == .playing)
+        #expect(rig.playhead.playedFrames == 256)
+        #expect(rig.playhead.deviceFrames == 256)
+        #expect(rig.playhead.firstAudioWallTime != nil)
+        rig.playhead.meterPeaks(true)
+        rig.output.update(repeating: -0.75, count: 256)
+        rig.playhead.renderInPlace(rig.output, frames: 256)
+        #expect(rig.playhead.takePeak() == 0.75)
+        #expect(rig.playhead.playedFrames == 512)
+        #expect(rig.drainEvents() == [.started])
+    }
+
+    @Test("in place, a pause fades out and holds in silence, uncounted; resume fades in; cancel fades out and finishes")
+    func inPlacePauseResumeAndCancel() {
+        let rig = Rig(watermark: 0)
+        _ = renderInPlace(rig, 256)
+        rig.playhead.pause()
+        let fading = renderInPlace(rig, 256)
+        #expect(fading[0] > 0.99 && fading[239] < 0.01 && fading[239] > 0)
+        #expect(fading[240...].allSatisfy { $0 == 0 })
+        #expect(rig.playhead.isPaused)
+        #expect(renderInPlace(rig, 256).allSatisfy { $0 == 0 })
+        #expect(rig.playhead.playedFrames == 256 + 240, "silence while paused counted as played")
+        rig.playhead.resume()
+        let back = renderInPlace(rig, 256)
+        #expect(back[0] > 0 && back[0] < 0.01 && back[239] > 0.99 && back[240] == 1)
+        #expect(!rig.playhead.isPaused)
+        rig.playhead.cancel()
+        let out = renderInPlace(rig, 512)
+        // The same raised cosine as a ring-fed cancel.
+        for frame in 0..<240 {
+            let expected = Float(0.5 + 0.5 * cos(Double.pi * Double(frame + 1) / 241))
+            #expect(abs(out[frame] - expected) <= 1e-6, "frame \(frame): \(out[frame]) instead of \(expected)")
+        }
+        #expect(out[240...].allSatisfy { $0 == 0 })
+        #expect(rig.playhead.isFinished)
+        #expect(rig.playhead.playedFrames == 256 + 240 + 256 + 240)
+        #expect(rig.drainEvents() == [.started, .cancelled])
+        #expect(renderInPlace(rig, 64).allSatisfy { $0 == 0 }, "a finished stream plays silence")
+    }
+
     @Test func markersAreReportedWhenTheirFramePlays() {
         let rig = Rig(watermark: 256)
         rig.writer.push(Marker(position: 300, event: .utteranceStart(UtteranceID(7))))

@@ -245,9 +245,10 @@ extension JackSinkTests {
 
     /// Graphs whose whole JACK cycle the allocation test watches: the speech chain with its
     /// processors on the worker (`boundary: sink`) and in the cycle (`boundary: source`), and
-    /// the live chain jack.source -> fader -> jack.sink fed by a tone from another client, and
-    /// two voices mixed into the same ports by two sinks.
-    static let allocationCases = ["speech-sink", "speech-source", "live-chain", "voices"]
+    /// the live chain jack.source -> fader -> jack.sink fed by a tone from another client, the
+    /// direct section (a mono chain on the ports' buffers fed the same way, and a stereo one),
+    /// and two voices mixed into the same ports by two sinks.
+    static let allocationCases = ["speech-sink", "speech-source", "live-chain", "direct-chains", "voices"]
 
     @Test(.enabled(if: AllocationCounter.testsEnabled), arguments: allocationCases)
     func theProcessThreadAllocatesNothing(graphCase: String) async {
@@ -265,6 +266,19 @@ extension JackSinkTests {
             case "live-chain":
                 description = try OneLineGraph.parse("jack.source channels=1 connect=none ! fader length=64 ! jack.sink connect=none")
                 description.playback = PlaybackSettings(strategy: .stream, client: "alloc-chain")
+            case "direct-chains":
+                description = try GraphFile.parse("""
+                    name: direct
+                    nodes:
+                      mic:     { type: jack.source, channels: 1, connect: none }
+                      gain:    { type: fader, length: 0, gain: 0.5 }
+                      out:     { type: jack.sink, channels: 1, connect: none }
+                      pair:    { type: jack.source, channels: 2, connect: none }
+                      swap:    { type: channel-map, channels: 2, routing: [1, 0] }
+                      pairOut: { type: jack.sink, channels: 2, connect: none }
+                    links: [mic -> gain -> out, pair -> swap -> pairOut]
+                    playback: { strategy: stream, client: alloc-direct }
+                    """, file: "direct.yaml")
             case "voices":
                 description = try GraphFile.parse("""
                     name: voices
@@ -303,8 +317,9 @@ extension JackSinkTests {
             }
             try live.start()
             #expect(watched, "the process thread was not known before rendering began")
-            if graphCase == "live-chain" {
-                var tone = try OneLineGraph.parse("tone frequency=440 duration=\(seconds) ! jack.sink connect=alloc-chain:in_1")
+            if graphCase == "live-chain" || graphCase == "direct-chains" {
+                let port = graphCase == "live-chain" ? "alloc-chain:in_1" : "alloc-direct:mic.in_1"
+                var tone = try OneLineGraph.parse("tone frequency=440 duration=\(seconds) ! jack.sink connect=\(port)")
                 tone.playback = PlaybackSettings(strategy: .stream, client: "alloc-feed")
                 feed = try LiveRun(graph: GraphCompiler(registry: registry, options: .init(isLive: true)).compile(tone))
                 _ = try feed?.run()

@@ -157,6 +157,7 @@ import Testing
             links: [in -> gain -> out]
             """, server: server.name)
         #expect(chain.placement == [.cycle, .cycle, .cycle])
+        #expect(chain.directInCycle(placement: chain.placement) == [true, true, true])
         let speech = """
             name: speech
             nodes:
@@ -218,12 +219,7 @@ import Testing
             let report = try chainRun.wait()
             recorder.drain()
             // The tone offline, at the server's rate.
-            let offline = try GraphCompiler(registry: registry(server: server.name), options: .init(sinkRate: server.sampleRate))
-                .compile(OneLineGraph.parse("\(tone) ! null.sink"))
-            let renderer = try OfflineRenderer(graph: offline)
-            var reference: [Float] = []
-            renderer.output = { _, samples in reference += samples }
-            _ = try renderer.run()
+            let reference = try Self.render(tone, rate: server.sampleRate)
             let recorded = recorder.samples(channel: 0)
             let start = try #require(recorded.firstIndex { $0 != 0 })
             let referenceStart = try #require(reference.firstIndex { $0 != 0 })
@@ -237,6 +233,164 @@ import Testing
             #expect(difference == nil, "with \(xruns) xruns")
             return
         }
+    }
+
+    @Test("the direct section takes the frame-for-frame nodes fed only from JACK, and keeps a ring wherever one end is not")
+    func directSection() throws {
+        let server = try JackTestServer.shared()
+        /// The names of the nodes in the direct section (the compiled graph orders its nodes
+        /// topologically, not as written).
+        func direct(_ nodes: String, _ links: String) throws -> Set<String> {
+            let graph = try compile("name: d\nnodes:\n\(nodes)\nlinks: [\(links)]", server: server.name)
+            let direct = graph.directInCycle(placement: graph.placement)
+            return Set(graph.nodes.indices.filter { direct[$0] }.map { graph.nodes[$0].name })
+        }
+        // Mapped, faded with no look-ahead, mixed: all frame for frame.
+        #expect(try direct("""
+              a:   { type: jack.source, channels: 1, connect: none }
+              b:   { type: jack.source, channels: 2, connect: none }
+              up:  { type: channel-map, channels: 2 }
+              mix: { type: mixer, inputs: 2 }
+              f:   { type: fader, length: 0 }
+              out: { type: jack.sink, channels: 2, connect: none }
+            """, "a -> up, up -> mix.in1, b -> mix.in2, mix -> f -> out") == ["a", "b", "up", "mix", "f", "out"])
+        // A fader that looks ahead holds frames back: the rings stay, for it and all it touches.
+        #expect(try direct("""
+              a:   { type: jack.source, channels: 1, connect: none }
+              f:   { type: fader, length: 64 }
+              g:   { type: fader, length: 0 }
+              out: { type: jack.sink, channels: 1, connect: none }
+            """, "a -> f -> g -> out").isEmpty)
+        // One chain direct, the other through a resampler's ring, in one client.
+        #expect(try direct("""
+              a:    { type: jack.source, channels: 1, connect: none }
+              g:    { type: fader, length: 0 }
+              out:  { type: jack.sink, channels: 1, connect: none }
+              b:    { type: jack.source, channels: 1, connect: none }
+              r:    { type: resampler }
+              out2: { type: jack.sink, channels: 1, connect: none }
+            """, "a -> g -> out, b -> r -> out2") == ["a", "g", "out"])
+        // A sink fed by a source of its own thread plays from a ring.
+        #expect(try direct("""
+              t:   { type: tone, frequency: 440, duration: 0.1 }
+              g:   { type: fader, length: 0 }
+              out: { type: jack.sink, channels: 1, connect: none }
+            """, "t -> g -> out").isEmpty)
+    }
+
+    @Test("a stereo chain through the direct section records its render, each channel where the routing sends it")
+    func stereoDirectChainEqualsRender() throws {
+        let server = try JackTestServer.shared()
+        for attempt in 1...JackSinkTests.attempts(on: server) {
+            let name = clientName("pair")
+            let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 2, capacityFrames: 4 * server.sampleRate)
+            try recorder.start()
+            defer { recorder.stop() }
+            let chain = try compile("""
+                name: pair
+                nodes:
+                  in:   { type: jack.source, channels: 2, connect: none }
+                  swap: { type: channel-map, channels: 2, routing: [1, 0] }
+                  gain: { type: fader, length: 0, gain: 0.5 }
+                  out:  { type: jack.sink, channels: 2, connect: ["\(name)-rec:in_1", "\(name)-rec:in_2"] }
+                links: [in -> swap -> gain -> out]
+                playback: { client: \(name) }
+                """, server: server.name)
+            #expect(chain.directInCycle(placement: chain.placement) == [true, true, true, true])
+            let chainRun = try LiveRun(graph: chain)
+            try chainRun.start()
+            let tone = "tone frequency=440 amplitude=0.8 duration=0.5"
+            var feedDescription = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name):in_1")
+            feedDescription.playback = PlaybackSettings(strategy: .stream, client: clientName("feed"))
+            let feed = try GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription)
+            _ = try LiveRun(graph: feed).run()
+            sleep(seconds: 0.1)
+            chainRun.cancel()
+            _ = try chainRun.wait()
+            recorder.drain()
+            let reference = try Self.render(tone, rate: server.sampleRate)
+            // The tone went into the left input; the routing sends it out on the right.
+            let left = recorder.samples(channel: 0)
+            let right = recorder.samples(channel: 1)
+            let start = try #require(right.firstIndex { $0 != 0 })
+            let referenceStart = try #require(reference.firstIndex { $0 != 0 })
+            let expected = reference[referenceStart...].map { $0 * 0.5 }
+            let got = Array(right[start...].prefix(expected.count))
+            let difference = firstDifference(got, expected)
+            let xruns = try #require(chain.devices.first as? JackDevice).xruns + recorder.xruns
+            if difference != nil && JackSinkTests.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
+            #expect(got.count == expected.count)
+            #expect(difference == nil, "with \(xruns) xruns")
+            #expect(left.allSatisfy { $0 == 0 })
+            return
+        }
+    }
+
+    @Test("a live gain change timed inside a period lands on its frame in the direct section, the period split there")
+    func timedChangeInTheDirectSection() throws {
+        let server = try JackTestServer.shared()
+        for attempt in 1...JackSinkTests.attempts(on: server) {
+            let name = clientName("timed")
+            let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
+            try recorder.start()
+            defer { recorder.stop() }
+            let chain = try compile("""
+                name: timed
+                nodes:
+                  in:   { type: jack.source, channels: 1, connect: none }
+                  gain: { type: fader, length: 0, ramp: 0 }
+                  out:  { type: jack.sink, channels: 1, connect: ["\(name)-rec:in_1"] }
+                links: [in -> gain -> out]
+                playback: { client: \(name) }
+                """, server: server.name)
+            let chainRun = try LiveRun(graph: chain)
+            try chainRun.start()
+            let tone = "tone frequency=440 amplitude=0.8 duration=1"
+            var feedDescription = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name):in_1")
+            feedDescription.playback = PlaybackSettings(strategy: .stream, client: clientName("feed"))
+            let feed = try LiveRun(graph: GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription))
+            try feed.start()
+            sleep(seconds: 0.2)
+            // Where the stream is now, then a change timed a little later, off the period grid.
+            let now = try #require(try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(1), timeout: 5).frame)
+            let timed = now + server.sampleRate / 10 + server.periodFrames / 2 + 7
+            let applied = try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(0.5), atFrame: timed, timeout: 5)
+            _ = try feed.wait()
+            sleep(seconds: 0.1)
+            chainRun.cancel()
+            _ = try chainRun.wait()
+            recorder.drain()
+            let reference = try Self.render(tone, rate: server.sampleRate)
+            let recorded = recorder.samples(channel: 0)
+            let start = try #require(recorded.firstIndex { $0 != 0 })
+            let referenceStart = try #require(reference.firstIndex { $0 != 0 })
+            let tail = Array(reference[referenceStart...])
+            let got = Array(recorded[start...].prefix(tail.count))
+            // The first frame that differs from the tone at gain 1 is where the change landed.
+            let switchIndex = got.indices.first { got[$0] != tail[$0] } ?? got.count
+            let halved = switchIndex < got.count ? firstDifference(Array(got[switchIndex...]), tail[switchIndex...].map { $0 * 0.5 }) : "no change heard"
+            let xruns = try #require(chain.devices.first as? JackDevice).xruns + recorder.xruns
+            if halved != nil && JackSinkTests.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
+            #expect(applied.frame == timed)
+            #expect(got.count == tail.count)
+            #expect(halved == nil, "with \(xruns) xruns")
+            // The tone's first sample reached the chain on a period's first frame, so the change
+            // sits as far past a period's start in the tone as `timed` does in the stream.
+            #expect((timed - (switchIndex + referenceStart)) % server.periodFrames == 0, "changed at tone frame \(switchIndex + referenceStart), timed \(timed)")
+            return
+        }
+    }
+
+    /// `tone` (a one-line source) rendered offline at `rate`.
+    static func render(_ tone: String, rate: Int) throws -> [Float] {
+        var registry = BuiltinNodes.registry()
+        try registry.register(JackSink.type())
+        let offline = try GraphCompiler(registry: registry, options: .init(sinkRate: rate)).compile(OneLineGraph.parse("\(tone) ! null.sink"))
+        let renderer = try OfflineRenderer(graph: offline)
+        var reference: [Float] = []
+        renderer.output = { _, samples in reference += samples }
+        _ = try renderer.run()
+        return reference
     }
 
     @Test("a recording client that closes and comes back is reconnected by the sink's connect rule")

@@ -57,4 +57,15 @@ import Testing
         #expect(figures.entries == figures.callbacks)
         #expect(figures.inCycle == 3)
     }
+
+    @Test("the direct section's callback: mono nodes on the ports' buffers, stereo through the section's own")
+    func theDirectSectionIsRealtimeSafe() throws {
+        let server = try JackTestServer.shared()
+        let outcome = try CommandRunner.run(Self.probe, [server.name, "--direct-chains", "1.5"], timeout: 60)
+        #expect(!outcome.standardError.contains("RealtimeSanitizer"), "\(outcome.standardError.prefix(4000))")
+        #expect(outcome.status == 0)
+        let figures = try #require(Self.figures(outcome.standardOutput), "\(outcome.standardOutput)")
+        #expect(figures.entries == figures.callbacks)
+        #expect(figures.inCycle == 6)
+    }
 }

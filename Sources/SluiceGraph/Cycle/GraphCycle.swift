@@ -6,11 +6,15 @@ import Synchronization
 /// One period, in this order (the device calls each step):
 /// 1. `captureRegions` / `commitCapture`: the device writes its inputs (JACK's capture ports)
 ///    into each device source's output edge;
-/// 2. `process()`: every processor placed in the cycle moves that audio through, in
+/// 2. `process(frames:)`: every processor placed in the cycle moves that audio through, in
 ///    topological order, until nothing moves — what came in this period reaches the sinks in
 ///    this period;
 /// 3. `render`: each device sink's playhead renders the period into the device's ports
 ///    (watermark, underrun and cancel fades, drain events).
+///
+/// Nodes that work frame for frame, linked only among themselves (`DirectSection`), skip the
+/// rings: the device hands a direct source's period over with `capture(_:from:)` (or
+/// `captureBuffer`), and binds a direct sink's port with `playInPlace` before `process`.
 ///
 /// Threading: the steps above are [audio-thread]: they allocate nothing, take no lock and do
 /// no I/O (checked by the allocation and RealtimeSanitizer tests). The rest is
@@ -22,17 +26,25 @@ public final class GraphCycle: @unchecked Sendable {
     struct Capture {
         let name: String
         let node: any Node
-        let writer: FrameEdgeWriter
+        /// The ring into the nodes after it, or nil when it feeds the direct section.
+        let writer: FrameEdgeWriter?
         let channels: Int
+        /// Its link in the direct section, or nil.
+        let directLink: Int?
     }
 
     struct Playback {
         let name: String
         let node: any Node
         let playhead: Playhead
+        /// The direct section's link into it, or nil when it plays from its ring.
+        let directLink: Int?
     }
 
+    /// The processors that step between rings.
     let processors: [ProcessorSlot]
+    /// The nodes that run frame for frame on the period's buffers, when any do.
+    let direct: DirectSection?
     let captures: [Capture]
     let playbacks: [Playback]
     /// Frames the cycle's nodes delay audio from capture `c` to playback `p`
@@ -53,11 +65,20 @@ public final class GraphCycle: @unchecked Sendable {
     // SAFETY: filled in `init` from the arrays, which outlive them; never changed after.
     private let processorRefs: UnsafeMutablePointer<Unmanaged<ProcessorSlot>>
     private let playheadRefs: UnsafeMutablePointer<Unmanaged<Playhead>>
-    private let captureWriterRefs: UnsafeMutablePointer<Unmanaged<FrameEdgeWriter>>
+    private let captureWriterRefs: UnsafeMutablePointer<Unmanaged<FrameEdgeWriter>?>
     private let captureChannelCounts: UnsafeMutablePointer<Int>
+    /// Each capture's and each playback's link in the direct section, or -1.
+    private let captureLinks: UnsafeMutablePointer<Int>
+    private let playbackLinks: UnsafeMutablePointer<Int>
+    private let processorCount: Int
+    // SAFETY: `direct` outlives the cycle's periods; read without retaining.
+    private let directRef: Unmanaged<DirectSection>?
 
-    init(processors: [ProcessorSlot], captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
+    init(processors: [ProcessorSlot], direct: DirectSection?, captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
         self.processors = processors
+        processorCount = processors.count
+        self.direct = direct
+        directRef = direct.map { .passUnretained($0) }
         self.captures = captures
         self.playbacks = playbacks
         self.latencies = latencies
@@ -69,10 +90,14 @@ public final class GraphCycle: @unchecked Sendable {
         for (index, playback) in playbacks.enumerated() { (playheadRefs + index).initialize(to: .passUnretained(playback.playhead)) }
         captureWriterRefs = .allocate(capacity: max(1, captures.count))
         captureChannelCounts = .allocate(capacity: max(1, captures.count))
+        captureLinks = .allocate(capacity: max(1, captures.count))
         for (index, capture) in captures.enumerated() {
-            (captureWriterRefs + index).initialize(to: .passUnretained(capture.writer))
+            (captureWriterRefs + index).initialize(to: capture.writer.map { .passUnretained($0) })
             (captureChannelCounts + index).initialize(to: capture.channels)
+            (captureLinks + index).initialize(to: capture.directLink ?? -1)
         }
+        playbackLinks = .allocate(capacity: max(1, playbacks.count))
+        for (index, playback) in playbacks.enumerated() { (playbackLinks + index).initialize(to: playback.directLink ?? -1) }
     }
 
     deinit {
@@ -81,6 +106,8 @@ public final class GraphCycle: @unchecked Sendable {
         playheadRefs.deallocate()
         captureWriterRefs.deallocate()
         captureChannelCounts.deallocate()
+        captureLinks.deallocate()
+        playbackLinks.deallocate()
     }
 
     // MARK: Control side
@@ -105,6 +132,10 @@ public final class GraphCycle: @unchecked Sendable {
         threadCheck.assertNotInside()
         for index in processors.indices { processors[index].rehearse(blockFrames: blockFrames) }
         for index in processors.indices { _ = processors[index].step() }
+        if let direct {
+            for step in direct.steps { step.slot.rehearse(blockFrames: blockFrames) }
+            direct.warmUp(frames: blockFrames)
+        }
     }
 
     /// [control-thread] Device sinks in the cycle.
@@ -136,8 +167,12 @@ public final class GraphCycle: @unchecked Sendable {
     /// [any-thread] Periods run so far.
     public var periods: Int { periodCount.load(ordering: .relaxed) }
 
-    /// [any-thread] Names of the nodes that run in the cycle, in order.
-    public var processorNames: [String] { processors.map(\.name) }
+    /// [any-thread] Names of the processors that run in the cycle: those on the period's
+    /// buffers (`directProcessorNames`), then those between rings, each in order.
+    public var processorNames: [String] { directProcessorNames + processors.map(\.name) }
+
+    /// [any-thread] Names of the processors that run frame for frame on the period's buffers.
+    public var directProcessorNames: [String] { direct?.processorNames ?? [] }
 
     // MARK: Audio thread
 
@@ -146,7 +181,7 @@ public final class GraphCycle: @unchecked Sendable {
     /// room: the period is then dropped and counted as an overrun.
     public func captureRegions(_ index: Int, frames: Int) -> (first: UnsafeMutableBufferPointer<Float>, second: UnsafeMutableBufferPointer<Float>)? {
         let samples = frames * captureChannelCounts[index]
-        guard let regions = captureWriterRefs[index]._withUnsafeGuaranteedRef({ $0.writableSamples(samples) }) else {
+        guard let writer = captureWriterRefs[index], let regions = writer._withUnsafeGuaranteedRef({ $0.writableSamples(samples) }) else {
             overrunCount.add(1, ordering: .relaxed)
             return nil
         }
@@ -155,15 +190,52 @@ public final class GraphCycle: @unchecked Sendable {
 
     /// [audio-thread] Makes the `frames` frames written into `captureRegions` visible.
     public func commitCapture(_ index: Int, frames: Int) {
-        captureWriterRefs[index]._withUnsafeGuaranteedRef { $0.commit(frames) }
+        captureWriterRefs[index]?._withUnsafeGuaranteedRef { $0.commit(frames) }
     }
 
-    /// [audio-thread] Runs every processor in the cycle until nothing moves (at most a few
-    /// rounds: each processor takes all its input in one step unless its output is full).
-    public func process() {
+    /// [audio-thread] Whether device source `index` feeds the direct section: its period is
+    /// given with `capture(_:from:)` or written into `captureBuffer`, not into a ring.
+    @inline(__always)
+    public func capturesDirectly(_ index: Int) -> Bool { captureLinks[index] >= 0 }
+
+    /// [audio-thread] A direct device source of one channel: this period the nodes read
+    /// `buffer` (the port's, `frames` samples) where they are, with no copy.
+    @inline(__always)
+    public func capture(_ index: Int, from buffer: UnsafeMutablePointer<Float>) {
+        directRef?._withUnsafeGuaranteedRef { $0.bind(captureLinks[index], to: buffer) }
+    }
+
+    /// [audio-thread] A direct device source's own buffer, to interleave the period into
+    /// (`GraphCycle.maximumFrames` frames of its channels).
+    @inline(__always)
+    public func captureBuffer(_ index: Int) -> UnsafeMutablePointer<Float> {
+        directRef!._withUnsafeGuaranteedRef { $0.ownBuffer(captureLinks[index]) }
+    }
+
+    /// [audio-thread] Whether device sink `index` plays from the direct section.
+    @inline(__always)
+    public func playsDirectly(_ index: Int) -> Bool { playbackLinks[index] >= 0 }
+
+    /// [audio-thread] Before `process`: the nodes write device sink `index`'s period straight
+    /// into `buffer` (its one port's), when a node writes its link; whether they will. Pass
+    /// the same buffer to `render` then.
+    @inline(__always)
+    public func playInPlace(_ index: Int, into buffer: UnsafeMutablePointer<Float>) -> Bool {
+        let link = playbackLinks[index]
+        guard link >= 0, let directRef else { return false }
+        return directRef._withUnsafeGuaranteedRef { $0.bindOutput(link, to: buffer) }
+    }
+
+    /// [audio-thread] Runs the direct section over the period's `frames` frames, then every
+    /// processor between rings until nothing moves (at most a few rounds: each takes all its
+    /// input in one step unless its output is full).
+    public func process(frames: Int) {
         threadCheck.enter()
         defer { threadCheck.exit() }
         periodCount.add(1, ordering: .relaxed)
+        // The direct section and the rest share no link, so either may go first.
+        directRef?._withUnsafeGuaranteedRef { $0.process(frames: frames) }
+        guard processorCount > 0 else { return }
         // A sink ran dry in the last period while its stream goes on (the next sentence has
         // not arrived): the processors release what they hold back, so what was received
         // plays out (the worker does the same for the processors it runs).
@@ -175,7 +247,7 @@ public final class GraphCycle: @unchecked Sendable {
                 starved = true
             }
         }
-        let count = processors.count
+        let count = processorCount
         if starved {
             for index in 0..<count { _ = processorRefs[index]._withUnsafeGuaranteedRef { $0.drain() } }
         }
@@ -207,6 +279,17 @@ public final class GraphCycle: @unchecked Sendable {
     /// - Returns: whether that sink's stream has finished.
     @discardableResult
     public func render(_ index: Int, into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64) -> Bool {
-        playheadRefs[index]._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames, deviceTime: deviceTime) }
+        let link = playbackLinks[index]
+        guard link >= 0, let directRef else {
+            return playheadRefs[index]._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames, deviceTime: deviceTime) }
+        }
+        // The direct section made the period: in `output` already when the sink's link was
+        // bound to it, else in the link's buffer.
+        directRef._withUnsafeGuaranteedRef { direct in
+            let made = direct.data[link]
+            if made != output { output.update(from: made, count: frames * direct.channels(link)) }
+            direct.unbind(link)
+        }
+        return playheadRefs[index]._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames, deviceTime: deviceTime) }
     }
 }

@@ -96,3 +96,42 @@ extension CompiledGraph {
         return [:]
     }
 }
+
+extension CompiledGraph {
+    /// [control-thread] For each node, whether it runs in the cycle's direct section: the
+    /// period's own buffers carry its audio, with no ring on any of its links (docs/architecture.md,
+    /// "Frame for frame"). Those are the device sources, the processors that process frame for
+    /// frame (`ProcessorNode.processesFrameForFrame`, no latency) and the device sinks they
+    /// feed, linked only among themselves: a link to or from any other node keeps its ring,
+    /// so both its ends stay out.
+    public func directInCycle(placement: [NodePlacement]) -> [Bool] {
+        let fed = fedByDevicesOnly()
+        var direct: [Bool] = nodes.indices.map { index in
+            guard placement[index] == .cycle else { return false }
+            let node = nodes[index]
+            let framesOnly = (node.inputFormats + node.outputFormats).allSatisfy { $0.medium == .frames }
+            switch node.instance {
+            case is any DeviceSourceNode:
+                return framesOnly
+            case is any DeviceSinkNode:
+                return framesOnly && fed[index]
+            case let processor as any ProcessorNode:
+                return framesOnly && processor.processesFrameForFrame && processor.latencyFrames == 0
+            default:
+                return false
+            }
+        }
+        // A link is direct only when both its ends are: drop, until none is left, every node
+        // with a link to or from a node that is not.
+        var changed = true
+        while changed {
+            changed = false
+            for edge in edges where direct[edge.fromNode] != direct[edge.toNode] {
+                direct[edge.fromNode] = false
+                direct[edge.toNode] = false
+                changed = true
+            }
+        }
+        return direct
+    }
+}

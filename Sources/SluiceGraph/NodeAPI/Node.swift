@@ -81,10 +81,19 @@ public protocol ProcessorNode: Node {
     /// back waiting for more input (the crossfader's tail, the fader's look-ahead — which it
     /// fades out), so what was received plays. The default does nothing.
     func drain(_ io: inout ProcessIO)
+    /// [control-thread] Whether, once prepared, the node works frame for frame: every `process`
+    /// given the same number of frames on every input and as much room on every output
+    /// consumes all of them and produces exactly as many, holds nothing back, emits no marker
+    /// of its own and declares no `latencyFrames` — as a JACK client's callback or an LV2
+    /// plugin's `run(n)` does. In the JACK cycle such nodes between `jack.source` and
+    /// `jack.sink` run straight on the period's buffers, with no ring between them
+    /// (docs/architecture.md, "Frame for frame"). False by default.
+    var processesFrameForFrame: Bool { get }
 }
 
 extension ProcessorNode {
     public func drain(_ io: inout ProcessIO) {}
+    public var processesFrameForFrame: Bool { false }
 }
 
 /// A node that produces audio on its own thread: a provider, a file, a test signal.

@@ -10,7 +10,8 @@ final class GraphRuntime: @unchecked Sendable {
     let sinkSources: [Int]
     /// The processors the worker (or the offline driver) runs.
     let processors: [ProcessorSlot]
-    /// The processors a device's cycle runs (live runs), in its order.
+    /// The processors a device's cycle runs (live runs), in its order: between rings or in
+    /// its direct section.
     let cycleProcessors: [ProcessorSlot]
     let sources: [SourceSlot]
     let sinks: [SinkSlot]
@@ -57,18 +58,33 @@ final class GraphRuntime: @unchecked Sendable {
         let sourceWakes: [WakeSignal?] = threadSource.map { live && $0 ? WakeSignal() : nil }
         let inCycle: [Bool] = placement.map { live && $0 == .cycle }
         let deviceFed = live ? graph.fedByDevicesOnly() : Array(repeating: false, count: graph.nodes.count)
+        // Links between nodes of the direct section are the period's buffers, not rings.
+        let direct = live ? graph.directInCycle(placement: placement) : Array(repeating: false, count: graph.nodes.count)
+        var linkChannels: [Int] = []
+        var inputLinks = [[Int]](repeating: [], count: graph.nodes.count)
+        var outputLinks = [[Int]](repeating: [], count: graph.nodes.count)
+        var sinkLinks: [Int?] = []
 
         var writers = [[EdgeWriter?]](repeating: [], count: graph.nodes.count)
         var readers = [[EdgeReader?]](repeating: [], count: graph.nodes.count)
         for (index, node) in graph.nodes.enumerated() {
             writers[index] = Array(repeating: nil, count: node.outputPorts.count)
             readers[index] = Array(repeating: nil, count: node.inputPorts.count)
+            inputLinks[index] = Array(repeating: -1, count: node.inputPorts.count)
+            outputLinks[index] = Array(repeating: -1, count: node.outputPorts.count)
         }
         var sinks: [SinkSlot] = []
         var sinkNodeIndices: [Int] = []
         var largestUnits = 0
         for edge in graph.edges {
             let target = graph.nodes[edge.toNode]
+            var link: Int?
+            if direct[edge.fromNode] && direct[edge.toNode] {
+                link = linkChannels.count
+                linkChannels.append(edge.format.channels)
+                outputLinks[edge.fromNode][edge.fromPort] = linkChannels.count - 1
+                inputLinks[edge.toNode][edge.toPort] = linkChannels.count - 1
+            }
             if let sink = target.instance as? any SinkNode {
                 let rate = edge.format.sampleRate
                 let period = settings.blockFrames
@@ -94,13 +110,14 @@ final class GraphRuntime: @unchecked Sendable {
                     workerWake: inCycle[edge.fromNode] ? nil : threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : workerWake,
                     eventWake: eventWake,
                     prerollFrames: preroll)
-                writers[edge.fromNode][edge.fromPort] = writer
+                if link == nil { writers[edge.fromNode][edge.fromPort] = writer }
                 largestUnits = max(largestUnits, capacity)
+                sinkLinks.append(link)
                 sinks.append(SinkSlot(
                     name: target.name, node: sink, playhead: playhead, events: events, writer: writer,
                     controller: controller, fedInCycle: fedInCycle))
                 sinkNodeIndices.append(edge.toNode)
-            } else {
+            } else if link == nil {
                 let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
                 // An edge the cycle writes holds two of the largest periods: its reader runs in
                 // the same period (or, for the worker, soon after).
@@ -118,6 +135,8 @@ final class GraphRuntime: @unchecked Sendable {
 
         var processors: [ProcessorSlot] = []
         var cycleProcessors: [ProcessorSlot] = []
+        var ringCycleProcessors: [ProcessorSlot] = []
+        var directSteps: [DirectSection.Step] = []
         var captures: [GraphCycle.Capture] = []
         var sources: [SourceSlot] = []
         for (index, node) in graph.nodes.enumerated() {
@@ -138,14 +157,28 @@ final class GraphRuntime: @unchecked Sendable {
                     text.onTextArrival { wake.post() }
                 }
             case let capture as any DeviceSourceNode:
+                if direct[index] {
+                    captures.append(GraphCycle.Capture(
+                        name: node.name, node: capture, writer: nil, channels: capture.channelCount, directLink: outputLinks[index][0]))
+                    continue
+                }
                 guard let writer = writers[index][0] as? FrameEdgeWriter else { continue }
-                captures.append(GraphCycle.Capture(name: node.name, node: capture, writer: writer, channels: capture.channelCount))
+                captures.append(GraphCycle.Capture(name: node.name, node: capture, writer: writer, channels: capture.channelCount, directLink: nil))
+            case let processor as any ProcessorNode where direct[index]:
+                let slot = ProcessorSlot(name: node.name, node: processor, ports: ports, inputs: [], outputs: [])
+                directSteps.append(DirectSection.Step(slot: slot, inputs: inputLinks[index], outputs: outputLinks[index]))
+                cycleProcessors.append(slot)
             case let processor as any ProcessorNode:
                 let slot = ProcessorSlot(
                     name: node.name, node: processor, ports: ports,
                     inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! },
                     parameterWake: inCycle[index] ? nil : workerWake)
-                if inCycle[index] { cycleProcessors.append(slot) } else { processors.append(slot) }
+                if inCycle[index] {
+                    cycleProcessors.append(slot)
+                    ringCycleProcessors.append(slot)
+                } else {
+                    processors.append(slot)
+                }
             default:
                 break
             }
@@ -179,8 +212,12 @@ final class GraphRuntime: @unchecked Sendable {
                 return captureNodes.map { frames[$0] }
             }
             cycle = GraphCycle(
-                processors: cycleProcessors, captures: captures,
-                playbacks: deviceSinks.map { GraphCycle.Playback(name: sinks[$0].name, node: sinks[$0].node, playhead: sinks[$0].playhead) },
+                processors: ringCycleProcessors,
+                direct: linkChannels.isEmpty ? nil : DirectSection(linkChannels: linkChannels, steps: directSteps),
+                captures: captures,
+                playbacks: deviceSinks.map {
+                    GraphCycle.Playback(name: sinks[$0].name, node: sinks[$0].node, playhead: sinks[$0].playhead, directLink: sinkLinks[$0])
+                },
                 latencies: latencies)
         } else {
             cycle = nil

@@ -310,6 +310,93 @@ public final class Playhead: @unchecked Sendable {
         return renderPlaying(into: output, frames: frames, deviceStart: deviceStart, available: available)
     }
 
+    /// [audio-thread] Plays a period the cycle's nodes already wrote into `output` (`frames`
+    /// interleaved frames): a sink fed frame for frame in the cycle, whose edge is the
+    /// period's own buffer rather than a ring. Such a stream never runs dry and has no
+    /// markers, so what is left of `render` is the start, the counts, a pause and its resume
+    /// (faded, the input passing unheard meanwhile), and a cancel's fade. A discard waits for
+    /// an utterance that live input never brings, so it is ignored.
+    ///
+    /// - Returns: whether the stream has finished (cancelled).
+    @discardableResult
+    public func renderInPlace(_ output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64? = nil) -> Bool {
+        renderCheck.enter()
+        defer { renderCheck.exit() }
+        let deviceStart = deviceFramesValue.load(ordering: .relaxed)
+        periodDeviceStart = deviceStart
+        periodDeviceTime = deviceTime ?? UInt64(deviceStart)
+        defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
+        var current = State(rawValue: stateValue.load(ordering: .relaxed))!
+        guard current != .finished else {
+            silence(output, frames: frames)
+            return true
+        }
+        if cancelRequested.load(ordering: .acquiring) {
+            let faded = current == .playing && !holding ? fadeOutInPlace(output, frames: frames) : 0
+            silence(output + faded * channels, frames: frames - faded)
+            finish(.cancelled, deviceFrame: deviceStart + faded)
+            return true
+        }
+        if pauseRequested.load(ordering: .acquiring) {
+            var faded = 0
+            if !holding {
+                holding = true
+                if current == .playing { faded = fadeOutInPlace(output, frames: frames) }
+                pausedValue.store(true, ordering: .releasing)
+            }
+            silence(output + faded * channels, frames: frames - faded)
+            return false
+        }
+        if holding {
+            holding = false
+            pausedValue.store(false, ordering: .releasing)
+            if current == .playing { fadeInRemaining = fadeFrames }
+        }
+        if current == .buffering {
+            current = .playing
+            stateValue.store(current.rawValue, ordering: .releasing)
+            post(.started, deviceFrame: deviceStart, streamFrame: streamFramesValue.load(ordering: .relaxed))
+            // clock_gettime(CLOCK_MONOTONIC) is a vDSO read: no system call, no lock.
+            firstAudioWallBits.store(monotonicSeconds().bitPattern, ordering: .relaxed)
+            hasStarted = true
+        }
+        if fadeInRemaining > 0 {
+            let length = min(fadeInRemaining, frames)
+            applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
+            fadeInRemaining -= length
+        }
+        countPlayed(output, frames: frames)
+        return false
+    }
+
+    /// [audio-thread] Fades out the first frames of `output` in place (within `fadeFrames`; a
+    /// fade-in under way goes on under it, as in `fadeOutNext`) and counts them as played.
+    private func fadeOutInPlace(_ output: UnsafeMutablePointer<Float>, frames: Int) -> Int {
+        let faded = min(frames, fadeFrames)
+        if fadeInRemaining > 0 {
+            let length = min(fadeInRemaining, faded)
+            applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
+            fadeInRemaining = 0
+        }
+        applyFade(output, frames: faded, fadingIn: false, offset: 0, length: faded)
+        countPlayed(output, frames: faded)
+        return faded
+    }
+
+    /// [audio-thread] Counts `frames` frames of `output` as played, measuring their peak while
+    /// a meter reads it.
+    private func countPlayed(_ output: UnsafeMutablePointer<Float>, frames: Int) {
+        if metering.load(ordering: .relaxed) { notePeak(of: output, count: frames * channels) }
+        streamFramesValue.store(streamFramesValue.load(ordering: .relaxed) + frames, ordering: .releasing)
+    }
+
+    private func notePeak(of samples: UnsafeMutablePointer<Float>, count: Int) {
+        var peak = Float(bitPattern: peakBits.load(ordering: .relaxed))
+        let before = peak
+        for index in 0..<count { peak = max(peak, abs(samples[index])) }
+        if peak > before { peakBits.store(peak.bitPattern, ordering: .relaxed) }
+    }
+
     /// [audio-thread] A discard (barge-in): the first period fades out what plays, then audio
     /// and markers are dropped until the awaited utterance's start reaches the edge; the
     /// period after that renders as usual, from `buffering`. Returns whether the stream
@@ -471,12 +558,7 @@ public final class Playhead: @unchecked Sendable {
     private func take(_ frames: Int, into output: UnsafeMutablePointer<Float>) -> Int {
         guard frames > 0 else { return 0 }
         let copied = audio.pop(into: UnsafeMutableBufferPointer(start: output, count: frames * channels)) / channels
-        if metering.load(ordering: .relaxed) {
-            var peak = Float(bitPattern: peakBits.load(ordering: .relaxed))
-            let before = peak
-            for index in 0..<(copied * channels) { peak = max(peak, abs(output[index])) }
-            if peak > before { peakBits.store(peak.bitPattern, ordering: .relaxed) }
-        }
+        if metering.load(ordering: .relaxed) { notePeak(of: output, count: copied * channels) }
         let start = streamFramesValue.load(ordering: .relaxed)
         let end = start + copied
         streamFramesValue.store(end, ordering: .releasing)

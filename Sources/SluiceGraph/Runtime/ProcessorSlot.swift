@@ -14,6 +14,9 @@ public final class ProcessorSlot {
     /// Live parameter changes for the node, when it has live parameters.
     let parameters: ParameterQueue?
     private let liveNode: (any LiveParameterNode)?
+    /// Output frames made in the cycle's direct section since the stream began (where its live
+    /// parameter changes are timed), for a slot that runs there.
+    private var periodFrames = 0
 
     /// The edges as the last step that moved nothing saw them (see `isIdle`), or empty.
     private var idleState: UnsafeMutableBufferPointer<Int>
@@ -193,6 +196,58 @@ public final class ProcessorSlot {
             }
         }
         return moved
+    }
+}
+
+extension ProcessorSlot {
+    /// [audio-thread] One period of a frame-for-frame node in the cycle's direct section:
+    /// `frames` frames at `edgeData[inputEdges[port]]` on each input, room for as many at
+    /// `edgeData[outputEdges[port]]` on each output — the period's own buffers, no ring.
+    ///
+    /// Live parameter changes apply from the frame they are due at, as on a ring: one timed
+    /// inside the period splits the call there. A node that produces less than it was
+    /// offered breaks its promise (`processesFrameForFrame`); the rest of its output is
+    /// silence, so the period stays whole. Markers it emits have nowhere to go (nothing in
+    /// the section carries them) and are dropped.
+    func processPeriod(
+        edgeData: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, inputEdges: UnsafePointer<Int>,
+        outputEdges: UnsafePointer<Int>, frames: Int
+    ) {
+        var done = 0
+        while done < frames {
+            var chunk = frames - done
+            if let parameters, let liveNode {
+                if parameters.hasPending() { _ = parameters.applyPending(to: liveNode, atOutputFrame: periodFrames) }
+                if let timed = parameters.nextTimedFrame(after: periodFrames) { chunk = min(chunk, timed - periodFrames) }
+            }
+            for port in 0..<ports.inputCount {
+                let offset = done * ports.inputs[port].channels
+                ports.setInput(port, base: UnsafeRawPointer(edgeData[inputEdges[port]] + offset), units: chunk)
+            }
+            for port in 0..<ports.outputCount {
+                let offset = done * ports.outputs[port].channels
+                ports.setOutput(port, base: UnsafeMutableRawPointer(edgeData[outputEdges[port]] + offset), units: chunk)
+            }
+            var io = ProcessIO(ports)
+            node.process(&io)
+            for port in 0..<ports.outputCount {
+                let produced = ports.produced(output: port)
+                if produced < chunk {
+                    let channels = ports.outputs[port].channels
+                    (edgeData[outputEdges[port]] + (done + produced) * channels).update(repeating: 0, count: (chunk - produced) * channels)
+                }
+                ports.removeMarkers(output: port)
+            }
+            done += chunk
+            periodFrames += chunk
+        }
+    }
+
+    /// [control-thread] Forgets the direct section's stream: the node is reset and its frames
+    /// count from 0 again (after a warm-up).
+    func resetPeriods() {
+        node.reset()
+        periodFrames = 0
     }
 }
 

@@ -73,6 +73,9 @@ public final class ChannelMapNode: ProcessorNode {
         map = try ChannelMap(matrix: matrix(inputChannels: channels))
     }
 
+    /// Each frame in is one frame out, mapped.
+    public var processesFrameForFrame: Bool { true }
+
     public func process(_ io: inout ProcessIO) {
         guard let map else { return }
         let frames = min(io.available(input: 0), io.room(output: 0))

@@ -71,6 +71,9 @@ public final class FaderNode: LiveParameterNode {
     /// The look-ahead: output lags input by the fade length.
     public var latencyFrames: Int { length }
 
+    /// With no look-ahead the fader holds nothing: a period in is a period out.
+    public var processesFrameForFrame: Bool { length == 0 }
+
     public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
         let (rate, channels) = try ProcessorFormats.frames(inputs)
         return [.frames(rate: rate, channels: channels)]

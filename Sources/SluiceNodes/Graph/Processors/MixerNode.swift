@@ -133,6 +133,9 @@ public final class MixerNode: LiveParameterNode {
         framesProduced = 0
     }
 
+    /// Each frame of the inputs is one mixed frame out.
+    public var processesFrameForFrame: Bool { true }
+
     public func process(_ io: inout ProcessIO) {
         guard let mixer, let sources, let inputs, let silence else { return }
         let frames = inputs.availableFrames(io, limit: io.room(output: 0))

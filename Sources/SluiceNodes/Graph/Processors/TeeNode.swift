@@ -35,6 +35,9 @@ public final class TeeNode: ProcessorNode {
         return Array(repeating: inputs[0], count: outputCount)
     }
 
+    /// Each frame in is one frame on every output.
+    public var processesFrameForFrame: Bool { true }
+
     public func process(_ io: inout ProcessIO) {
         var frames = io.available(input: 0)
         for port in 0..<outputCount { frames = min(frames, io.room(output: port)) }
