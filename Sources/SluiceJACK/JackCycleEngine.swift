@@ -332,54 +332,61 @@ final class JackCycleEngine: @unchecked Sendable {
 /// One direction's endpoints (a JACK client's playback or capture side): for each endpoint its
 /// channel count, its index in the cycle and the offset of its first port in `ports`, one
 /// flat array of every port. Plain memory, allocated on the control thread before
-/// activation, so the process callback reads it without retaining or allocating.
+/// activation, so the process callback reads it without retaining or allocating; and one
+/// block of it, since the callback finds its memory cold and pays for every cache line it
+/// touches (a side of one mono endpoint is one line).
 private struct Side {
     let count: Int
+    // SAFETY: all of these point into `block`, carved in `init`, freed in `deallocate`.
     let channels: UnsafeMutablePointer<Int>
     let indices: UnsafeMutablePointer<Int>
     let offsets: UnsafeMutablePointer<Int>
-    let ports: UnsafeMutablePointer<OpaquePointer?>
-    /// Per port: the latency range last given to JACK for the mode it is set in (capture
-    /// latency on playback ports, playback latency on capture ports). Only the latency
-    /// callback's thread touches it (the control thread before activation).
-    let latencies: UnsafeMutablePointer<jack_latency_range_t>
-    /// Per endpoint: it adds into ports an earlier endpoint writes (sinks sharing ports).
-    let mixes: UnsafeMutablePointer<Bool>
     /// Per endpoint, the audio thread's: this period's buffer of a playback endpoint with one
     /// port of its own, or nil.
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    let ports: UnsafeMutablePointer<OpaquePointer?>
+    /// Per endpoint: it adds into ports an earlier endpoint writes (sinks sharing ports).
+    let mixes: UnsafeMutablePointer<Bool>
+    private let block: UnsafeMutableRawPointer
+    /// Per port: the latency range last given to JACK for the mode it is set in (capture
+    /// latency on playback ports, playback latency on capture ports). Only the latency
+    /// callback's thread touches it (the control thread before activation), so apart.
+    let latencies: UnsafeMutablePointer<jack_latency_range_t>
 
     init(channels: [Int], indices: [Int]) {
-        func copy(_ values: [Int]) -> UnsafeMutablePointer<Int> {
-            let pointer = UnsafeMutablePointer<Int>.allocate(capacity: max(1, values.count))
-            pointer.initialize(repeating: 0, count: max(1, values.count))
-            for (index, value) in values.enumerated() { pointer[index] = value }
-            return pointer
-        }
         var running = 0
         let offsets = channels.map { count in defer { running += count }; return running }
         count = channels.count
-        self.channels = copy(channels)
-        self.indices = copy(indices)
-        self.offsets = copy(offsets)
-        ports = .allocate(capacity: max(1, running))
-        ports.initialize(repeating: nil, count: max(1, running))
-        latencies = .allocate(capacity: max(1, running))
-        latencies.initialize(repeating: jack_latency_range_t(min: 0, max: 0), count: max(1, running))
-        mixes = .allocate(capacity: max(1, channels.count))
-        mixes.initialize(repeating: false, count: max(1, channels.count))
-        buffers = .allocate(capacity: max(1, channels.count))
-        buffers.initialize(repeating: nil, count: max(1, channels.count))
+        let endpoints = max(1, channels.count), portCount = max(1, running)
+        let word = MemoryLayout<Int>.stride
+        // Three Ints and a buffer pointer per endpoint, a pointer per port, a Bool per endpoint.
+        block = .allocate(byteCount: word * (4 * endpoints + portCount) + endpoints, alignment: 64)
+        // SAFETY: the regions below do not overlap and lie within `block`; each is bound to
+        // its one type before use.
+        self.channels = block.bindMemory(to: Int.self, capacity: endpoints)
+        self.indices = (block + word * endpoints).bindMemory(to: Int.self, capacity: endpoints)
+        self.offsets = (block + 2 * word * endpoints).bindMemory(to: Int.self, capacity: endpoints)
+        buffers = (block + 3 * word * endpoints).bindMemory(to: UnsafeMutablePointer<Float>?.self, capacity: endpoints)
+        ports = (block + 4 * word * endpoints).bindMemory(to: OpaquePointer?.self, capacity: portCount)
+        mixes = (block + word * (4 * endpoints + portCount)).bindMemory(to: Bool.self, capacity: endpoints)
+        self.channels.initialize(repeating: 0, count: endpoints)
+        self.indices.initialize(repeating: 0, count: endpoints)
+        self.offsets.initialize(repeating: 0, count: endpoints)
+        for endpoint in 0..<channels.count {
+            self.channels[endpoint] = channels[endpoint]
+            self.indices[endpoint] = indices[endpoint]
+            self.offsets[endpoint] = offsets[endpoint]
+        }
+        buffers.initialize(repeating: nil, count: endpoints)
+        ports.initialize(repeating: nil, count: portCount)
+        mixes.initialize(repeating: false, count: endpoints)
+        latencies = .allocate(capacity: portCount)
+        latencies.initialize(repeating: jack_latency_range_t(min: 0, max: 0), count: portCount)
     }
 
     /// [control-thread] After the client is closed.
     func deallocate() {
-        channels.deallocate()
-        indices.deallocate()
-        offsets.deallocate()
-        ports.deallocate()
+        block.deallocate()
         latencies.deallocate()
-        mixes.deallocate()
-        buffers.deallocate()
     }
 }

@@ -56,58 +56,64 @@ public final class GraphCycle: @unchecked Sendable {
     /// Debug builds: `process` runs on one thread at a time, and control functions never on it.
     let threadCheck = ThreadTagCheck("GraphCycle.process")
 
-    /// Each playback's dry spells at the last period, to see a new one.
-    private let seenDrySpells: UnsafeMutablePointer<Int>
+    /// A device source as the audio thread reads it.
+    private struct CaptureRecord {
+        let writer: Unmanaged<FrameEdgeWriter>?
+        let channels: Int
+        /// Its link in the direct section, or -1.
+        let link: Int
+    }
 
-    // What the audio thread touches, as plain pointers to unretained references: reading a
+    /// A device sink as the audio thread reads it.
+    private struct PlaybackRecord {
+        let playhead: Unmanaged<Playhead>
+        /// Its link in the direct section, or -1.
+        let link: Int
+        /// Its playhead's dry spells at the last period, to see a new one.
+        var seenDrySpells: Int
+    }
+
+    // What the audio thread touches, as plain records of unretained references: reading a
     // class reference out of an array (or a struct of them) retains and releases it, on the
-    // JACK thread, every period. The arrays above own the objects for the cycle's life.
-    // SAFETY: filled in `init` from the arrays, which outlive them; never changed after.
+    // JACK thread, every period; and each record holds what one endpoint needs, since the
+    // callback finds its memory cold and pays for every cache line it touches.
+    // SAFETY: filled in `init` from the arrays above, which own the objects for the cycle's
+    // life; only `seenDrySpells` changes, on the audio thread.
     private let processorRefs: UnsafeMutablePointer<Unmanaged<ProcessorSlot>>
-    private let playheadRefs: UnsafeMutablePointer<Unmanaged<Playhead>>
-    private let captureWriterRefs: UnsafeMutablePointer<Unmanaged<FrameEdgeWriter>?>
-    private let captureChannelCounts: UnsafeMutablePointer<Int>
-    /// Each capture's and each playback's link in the direct section, or -1.
-    private let captureLinks: UnsafeMutablePointer<Int>
-    private let playbackLinks: UnsafeMutablePointer<Int>
+    private let captureRecords: UnsafeMutablePointer<CaptureRecord>
+    private let playbackRecords: UnsafeMutablePointer<PlaybackRecord>
     private let processorCount: Int
+    private let playbackRecordCount: Int
     // SAFETY: `direct` outlives the cycle's periods; read without retaining.
     private let directRef: Unmanaged<DirectSection>?
 
     init(processors: [ProcessorSlot], direct: DirectSection?, captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
         self.processors = processors
         processorCount = processors.count
+        playbackRecordCount = playbacks.count
         self.direct = direct
         directRef = direct.map { .passUnretained($0) }
         self.captures = captures
         self.playbacks = playbacks
         self.latencies = latencies
-        seenDrySpells = .allocate(capacity: max(1, playbacks.count))
-        seenDrySpells.initialize(repeating: 0, count: max(1, playbacks.count))
         processorRefs = .allocate(capacity: max(1, processors.count))
         for (index, slot) in processors.enumerated() { (processorRefs + index).initialize(to: .passUnretained(slot)) }
-        playheadRefs = .allocate(capacity: max(1, playbacks.count))
-        for (index, playback) in playbacks.enumerated() { (playheadRefs + index).initialize(to: .passUnretained(playback.playhead)) }
-        captureWriterRefs = .allocate(capacity: max(1, captures.count))
-        captureChannelCounts = .allocate(capacity: max(1, captures.count))
-        captureLinks = .allocate(capacity: max(1, captures.count))
+        captureRecords = .allocate(capacity: max(1, captures.count))
         for (index, capture) in captures.enumerated() {
-            (captureWriterRefs + index).initialize(to: capture.writer.map { .passUnretained($0) })
-            (captureChannelCounts + index).initialize(to: capture.channels)
-            (captureLinks + index).initialize(to: capture.directLink ?? -1)
+            (captureRecords + index).initialize(to: CaptureRecord(
+                writer: capture.writer.map { .passUnretained($0) }, channels: capture.channels, link: capture.directLink ?? -1))
         }
-        playbackLinks = .allocate(capacity: max(1, playbacks.count))
-        for (index, playback) in playbacks.enumerated() { (playbackLinks + index).initialize(to: playback.directLink ?? -1) }
+        playbackRecords = .allocate(capacity: max(1, playbacks.count))
+        for (index, playback) in playbacks.enumerated() {
+            (playbackRecords + index).initialize(to: PlaybackRecord(
+                playhead: .passUnretained(playback.playhead), link: playback.directLink ?? -1, seenDrySpells: 0))
+        }
     }
 
     deinit {
-        seenDrySpells.deallocate()
         processorRefs.deallocate()
-        playheadRefs.deallocate()
-        captureWriterRefs.deallocate()
-        captureChannelCounts.deallocate()
-        captureLinks.deallocate()
-        playbackLinks.deallocate()
+        captureRecords.deallocate()
+        playbackRecords.deallocate()
     }
 
     // MARK: Control side
@@ -180,8 +186,8 @@ public final class GraphCycle: @unchecked Sendable {
     /// stretches of interleaved samples (the ring wraps), or nil when the edge lacks the
     /// room: the period is then dropped and counted as an overrun.
     public func captureRegions(_ index: Int, frames: Int) -> (first: UnsafeMutableBufferPointer<Float>, second: UnsafeMutableBufferPointer<Float>)? {
-        let samples = frames * captureChannelCounts[index]
-        guard let writer = captureWriterRefs[index], let regions = writer._withUnsafeGuaranteedRef({ $0.writableSamples(samples) }) else {
+        let samples = frames * captureRecords[index].channels
+        guard let writer = captureRecords[index].writer, let regions = writer._withUnsafeGuaranteedRef({ $0.writableSamples(samples) }) else {
             overrunCount.add(1, ordering: .relaxed)
             return nil
         }
@@ -190,38 +196,38 @@ public final class GraphCycle: @unchecked Sendable {
 
     /// [audio-thread] Makes the `frames` frames written into `captureRegions` visible.
     public func commitCapture(_ index: Int, frames: Int) {
-        captureWriterRefs[index]?._withUnsafeGuaranteedRef { $0.commit(frames) }
+        captureRecords[index].writer?._withUnsafeGuaranteedRef { $0.commit(frames) }
     }
 
     /// [audio-thread] Whether device source `index` feeds the direct section: its period is
     /// given with `capture(_:from:)` or written into `captureBuffer`, not into a ring.
     @inline(__always)
-    public func capturesDirectly(_ index: Int) -> Bool { captureLinks[index] >= 0 }
+    public func capturesDirectly(_ index: Int) -> Bool { captureRecords[index].link >= 0 }
 
     /// [audio-thread] A direct device source of one channel: this period the nodes read
     /// `buffer` (the port's, `frames` samples) where they are, with no copy.
     @inline(__always)
     public func capture(_ index: Int, from buffer: UnsafeMutablePointer<Float>) {
-        directRef?._withUnsafeGuaranteedRef { $0.bind(captureLinks[index], to: buffer) }
+        directRef?._withUnsafeGuaranteedRef { $0.bind(captureRecords[index].link, to: buffer) }
     }
 
     /// [audio-thread] A direct device source's own buffer, to interleave the period into
     /// (`GraphCycle.maximumFrames` frames of its channels).
     @inline(__always)
     public func captureBuffer(_ index: Int) -> UnsafeMutablePointer<Float> {
-        directRef!._withUnsafeGuaranteedRef { $0.ownBuffer(captureLinks[index]) }
+        directRef!._withUnsafeGuaranteedRef { $0.ownBuffer(captureRecords[index].link) }
     }
 
     /// [audio-thread] Whether device sink `index` plays from the direct section.
     @inline(__always)
-    public func playsDirectly(_ index: Int) -> Bool { playbackLinks[index] >= 0 }
+    public func playsDirectly(_ index: Int) -> Bool { playbackRecords[index].link >= 0 }
 
     /// [audio-thread] Before `process`: the nodes write device sink `index`'s period straight
     /// into `buffer` (its one port's), when a node writes its link; whether they will. Pass
     /// the same buffer to `render` then.
     @inline(__always)
     public func playInPlace(_ index: Int, into buffer: UnsafeMutablePointer<Float>) -> Bool {
-        let link = playbackLinks[index]
+        let link = playbackRecords[index].link
         guard link >= 0, let directRef else { return false }
         return directRef._withUnsafeGuaranteedRef { $0.bindOutput(link, to: buffer) }
     }
@@ -240,10 +246,10 @@ public final class GraphCycle: @unchecked Sendable {
         // not arrived): the processors release what they hold back, so what was received
         // plays out (the worker does the same for the processors it runs).
         var starved = false
-        for index in 0..<playbacks.count {
-            let drySpells = playheadRefs[index]._withUnsafeGuaranteedRef { $0.drySpells }
-            if drySpells != seenDrySpells[index] {
-                seenDrySpells[index] = drySpells
+        for index in 0..<playbackRecordCount {
+            let drySpells = playbackRecords[index].playhead._withUnsafeGuaranteedRef { $0.drySpells }
+            if drySpells != playbackRecords[index].seenDrySpells {
+                playbackRecords[index].seenDrySpells = drySpells
                 starved = true
             }
         }
@@ -279,9 +285,10 @@ public final class GraphCycle: @unchecked Sendable {
     /// - Returns: whether that sink's stream has finished.
     @discardableResult
     public func render(_ index: Int, into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64) -> Bool {
-        let link = playbackLinks[index]
+        let playback = playbackRecords[index]
+        let link = playback.link
         guard link >= 0, let directRef else {
-            return playheadRefs[index]._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames, deviceTime: deviceTime) }
+            return playback.playhead._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames, deviceTime: deviceTime) }
         }
         // The direct section made the period: in `output` already when the sink's link was
         // bound to it, else in the link's buffer.
@@ -290,6 +297,6 @@ public final class GraphCycle: @unchecked Sendable {
             if made != output { output.update(from: made, count: frames * direct.channels(link)) }
             direct.unbind(link)
         }
-        return playheadRefs[index]._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames, deviceTime: deviceTime) }
+        return playback.playhead._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames, deviceTime: deviceTime) }
     }
 }

@@ -14,6 +14,9 @@ public final class ProcessorSlot {
     /// Live parameter changes for the node, when it has live parameters.
     let parameters: ParameterQueue?
     private let liveNode: (any LiveParameterNode)?
+    // SAFETY: `parameters`, unretained, for the direct section's period: binding an optional
+    // reference retains and releases it, an atomic write on a cold line every period.
+    private let parametersRef: Unmanaged<ParameterQueue>?
     /// Output frames made in the cycle's direct section since the stream began (where its live
     /// parameter changes are timed), for a slot that runs there.
     private var periodFrames = 0
@@ -35,6 +38,7 @@ public final class ProcessorSlot {
         self.outputs = outputs
         liveNode = node as? any LiveParameterNode
         parameters = liveNode == nil ? nil : ParameterQueue(wake: parameterWake)
+        parametersRef = parameters.map { .passUnretained($0) }
         idleState = .allocate(capacity: 2 * (inputs.count + outputs.count) + 2)
         idleState.initialize(repeating: 0)
     }
@@ -101,8 +105,14 @@ public final class ProcessorSlot {
 
     /// Applies the live parameter changes that arrived, from the node's next output frame.
     private func applyParameterChanges() -> Bool {
-        guard let parameters, let liveNode, parameters.hasPending() else { return false }
-        let frame = outputs.isEmpty ? 0 : outputs[0].writtenUnits.load(ordering: .relaxed)
+        guard let parameters, parameters.hasPending() else { return false }
+        return applyParameterChanges(atOutputFrame: outputs.isEmpty ? 0 : outputs[0].writtenUnits.load(ordering: .relaxed))
+    }
+
+    /// Applies the changes due at output frame `frame`. Rarely taken, so out of line.
+    @inline(never)
+    private func applyParameterChanges(atOutputFrame frame: Int) -> Bool {
+        guard let parameters, let liveNode else { return false }
         return parameters.applyPending(to: liveNode, atOutputFrame: frame)
     }
 
@@ -216,9 +226,12 @@ extension ProcessorSlot {
         var done = 0
         while done < frames {
             var chunk = frames - done
-            if let parameters, let liveNode {
-                if parameters.hasPending() { _ = parameters.applyPending(to: liveNode, atOutputFrame: periodFrames) }
-                if let timed = parameters.nextTimedFrame(after: periodFrames) { chunk = min(chunk, timed - periodFrames) }
+            if let parametersRef {
+                let position = periodFrames
+                if parametersRef._withUnsafeGuaranteedRef({ $0.hasPending() }) { _ = applyParameterChanges(atOutputFrame: position) }
+                if let timed = parametersRef._withUnsafeGuaranteedRef({ $0.nextTimedFrame(after: position) }) {
+                    chunk = min(chunk, timed - position)
+                }
             }
             for port in 0..<ports.inputCount {
                 let offset = done * ports.inputs[port].channels

@@ -45,7 +45,12 @@ public final class FaderNode: LiveParameterNode {
     public let gain: Float
     public let ramp: Double
     private var rampFrames = 0
-    private var fader: Fader?
+    private var fader: Fader? {
+        didSet { faderRef = fader.map { .passUnretained($0) } }
+    }
+    // SAFETY: `fader`, unretained, for `process` on the audio thread (binding the optional
+    // retains and releases it every call); set with it, and `fader` keeps it alive.
+    private var faderRef: Unmanaged<Fader>?
     /// Input frames taken since the stream began: with the fader's output count, says
     /// whether it holds anything.
     private var framesConsumed = 0
@@ -92,8 +97,8 @@ public final class FaderNode: LiveParameterNode {
     }
 
     public func process(_ io: inout ProcessIO) {
-        guard let fader else { return }
-        let (consumed, produced) = fader.process(io.frames(input: 0), into: io.frames(output: 0))
+        guard let faderRef else { return }
+        let (consumed, produced) = faderRef._withUnsafeGuaranteedRef { $0.process(io.frames(input: 0), into: io.frames(output: 0)) }
         framesConsumed += consumed
         io.consume(consumed, input: 0)
         io.produce(produced, output: 0)
