@@ -87,6 +87,31 @@ final class ChildProcess {
         reap(blocking: true)!
     }
 
+    /// Waits for the child until `deadline` (monotonic seconds); a child still running then is
+    /// stopped (SIGTERM, SIGKILL two seconds later) and nil is returned: a step that hangs
+    /// fails instead of holding the whole benchmark.
+    func wait(until deadline: Double) -> Exit? {
+        while monotonicNow() < deadline {
+            if let exit = poll() { return exit }
+            usleep(50_000)
+        }
+        signal(SIGTERM)
+        let killAt = monotonicNow() + 2
+        while monotonicNow() < killAt {
+            if poll() != nil { return nil }
+            usleep(50_000)
+        }
+        signal(SIGKILL)
+        _ = wait()
+        return nil
+    }
+
+    private func monotonicNow() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
+    }
+
     /// How the child ended, or nil while it runs.
     func poll() -> Exit? {
         reap(blocking: false)
