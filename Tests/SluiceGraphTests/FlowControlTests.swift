@@ -92,12 +92,9 @@ import Testing
         #expect(paced.samples.count == 9600)
     }
 
-    @Test func autoSizesTheWatermarkFromTheProductionRate() throws {
-        let total = 4 * Self.rate
-        let pace = 0.5
-        let run = try render(frames: total, pace: pace, strategy: .auto)
-        // The rule of docs/flow-control.md, tick by tick.
-        var expected: Int?
+    /// The tick at which an `auto` sink fed by a ramp of `total` frames paced at `pace` starts:
+    /// the rule of docs/flow-control.md, tick by tick.
+    func autoStartTick(total: Int, pace: Double) -> Int? {
         var watermark = Int.max
         var firstOutput: Double?
         for tick in 0..<5000 {
@@ -110,12 +107,16 @@ import Testing
                 let seconds = 4.0 * (1 - measured)
                 watermark = min(max(Int((seconds * Double(Self.rate)).rounded(.up)) + Self.block, Self.block), 3 * Self.rate)
             }
-            if produced >= watermark || produced == total {
-                expected = tick
-                break
-            }
+            if produced >= watermark || produced == total { return tick }
         }
-        #expect(run.firstPlayingTick == expected)
+        return nil
+    }
+
+    @Test func autoSizesTheWatermarkFromTheProductionRate() throws {
+        let total = 4 * Self.rate
+        let pace = 0.5
+        let run = try render(frames: total, pace: pace, strategy: .auto)
+        #expect(run.firstPlayingTick == autoStartTick(total: total, pace: pace))
         #expect(abs((run.report.watermarkSeconds ?? 0) - 2.0) < 0.01)
         #expect(run.report.underruns == 0)
         // 2.0 on the graph clock, plus the wall time spent inside `produce` (a few ms; more
@@ -123,6 +124,40 @@ import Testing
         let factor = try #require(run.report.sourceRealTimeFactor)
         #expect(factor >= 2.0 - 1e-3 && factor < 2.25)
         #expect(run.samples.count == total)
+    }
+
+    @Test("auto: each sink sizes its watermark from the source upstream of it, not from the graph's first source")
+    func autoFollowsEachSinksOwnSource() throws {
+        var registry = NodeRegistry()
+        try registry.register(RampSource.type)
+        try registry.register(CollectingSink.type)
+        let total = 4 * Self.rate
+        var description = GraphDescription(name: "two", playback: PlaybackSettings(strategy: .auto, blockFrames: Self.block))
+        // The unpaced source comes first among the sources; the first sink is fed by the paced
+        // one, as a voice that waits its turn for a shared engine is fed beside a quick one.
+        for (name, type, pace) in [("quick", "ramp", "0"), ("slow", "ramp", "0.5"), ("slowOut", "collect", nil), ("quickOut", "collect", nil)] {
+            var parameters: [ParameterDeclaration] = []
+            if let pace {
+                parameters = [ParameterDeclaration(name: "frames", value: .scalar("\(total)", quoted: false)),
+                              ParameterDeclaration(name: "pace", value: .scalar(pace, quoted: false))]
+            }
+            description.nodes.append(NodeDeclaration(name: name, type: type, parameters: parameters))
+        }
+        for (from, to) in [("slow", "slowOut"), ("quick", "quickOut")] {
+            description.links.append(LinkDeclaration(from: PortReference(node: from), to: PortReference(node: to)))
+        }
+        let graph = try GraphCompiler(registry: registry).compile(description)
+        let renderer = try OfflineRenderer(graph: graph)
+        var ticks: [OfflineRenderer.Tick] = []
+        var samples: [Int: Int] = [:]
+        renderer.output = { sink, buffer in samples[sink, default: 0] += buffer.count }
+        renderer.observer = { ticks.append($0) }
+        let report = try renderer.run()
+        // The first sink is the paced voice's: it waits as a paced source alone would make it.
+        let first = ticks.first { $0.state != .buffering }?.index
+        #expect(first == autoStartTick(total: total, pace: 0.5))
+        #expect(report.underruns == 0)
+        #expect(samples[0] == total && samples[1] == total)
     }
 
     @Test func autoPlaysAFastSourceAtOnce() throws {
