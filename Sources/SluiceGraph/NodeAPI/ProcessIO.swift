@@ -10,25 +10,30 @@ import SluiceAudio
 public struct ProcessIO {
     // SAFETY: the runtime (or a test) keeps `ports` alive for the whole call; unowned(unsafe)
     // keeps retain/release traffic off the worker's hot path.
-    unowned(unsafe) let ports: NodePorts
+    @usableFromInline unowned(unsafe) let ports: NodePorts
 
     public init(_ ports: NodePorts) {
         self.ports = ports
     }
 
+    @inlinable @inline(__always)
     public var inputCount: Int { ports.inputCount }
+    @inlinable @inline(__always)
     public var outputCount: Int { ports.outputCount }
 
     /// Units waiting on input `port`.
+    @inlinable @inline(__always)
     public func available(input port: Int) -> Int {
         let view = ports.inputs[port]
         return view.units - view.used
     }
 
     /// Whether the end of the stream has been received on input `port`.
+    @inlinable @inline(__always)
     public func isEnded(input port: Int) -> Bool { ports.inputs[port].ended }
 
     /// The waiting input as bytes.
+    @inlinable @inline(__always)
     public func bytes(input port: Int) -> UnsafeRawBufferPointer {
         let view = ports.inputs[port]
         guard let base = view.base else { return UnsafeRawBufferPointer(start: nil, count: 0) }
@@ -37,6 +42,7 @@ public struct ProcessIO {
     }
 
     /// The waiting input as interleaved samples (frame ports only).
+    @inlinable @inline(__always)
     public func frames(input port: Int) -> UnsafeBufferPointer<Float> {
         let view = ports.inputs[port]
         guard let base = view.base else { return UnsafeBufferPointer(start: nil, count: 0) }
@@ -47,12 +53,14 @@ public struct ProcessIO {
     }
 
     /// Units of room on output `port`.
+    @inlinable @inline(__always)
     public func room(output port: Int) -> Int {
         let view = ports.outputs[port]
         return view.units - view.used
     }
 
     /// The free output room as bytes.
+    @inlinable @inline(__always)
     public func bytes(output port: Int) -> UnsafeMutableRawBufferPointer {
         let view = ports.outputs[port]
         guard let base = view.base else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
@@ -61,6 +69,7 @@ public struct ProcessIO {
     }
 
     /// The free output room as interleaved samples (frame ports only).
+    @inlinable @inline(__always)
     public func frames(output port: Int) -> UnsafeMutableBufferPointer<Float> {
         let view = ports.outputs[port]
         guard let base = view.base else { return UnsafeMutableBufferPointer(start: nil, count: 0) }
@@ -71,12 +80,14 @@ public struct ProcessIO {
     }
 
     /// Marks `units` of input `port` as used; later views start after them.
+    @inlinable @inline(__always)
     public mutating func consume(_ units: Int, input port: Int) {
         precondition(units >= 0 && units <= available(input: port), "consumed more than was offered")
         ports.inputs[port].used += units
     }
 
     /// Marks `units` of output `port` as written; later views start after them.
+    @inlinable @inline(__always)
     public mutating func produce(_ units: Int, output port: Int) {
         precondition(units >= 0 && units <= room(output: port), "produced more than the room offered")
         ports.outputs[port].used += units
@@ -93,14 +104,16 @@ public struct ProcessIO {
     }
 }
 
-/// One port's view, as the runtime sets it before a call.
+/// One port's view, as the runtime sets it before a call. Usable from inlinable code, so a
+/// node's calls into `ProcessIO` compile to loads, not calls across modules.
+@usableFromInline
 struct PortView {
-    var base: UnsafeMutableRawPointer?
-    var units = 0
-    var used = 0
-    var ended = false
-    let bytesPerUnit: Int
-    let channels: Int
+    @usableFromInline var base: UnsafeMutableRawPointer?
+    @usableFromInline var units = 0
+    @usableFromInline var used = 0
+    @usableFromInline var ended = false
+    @usableFromInline let bytesPerUnit: Int
+    @usableFromInline let channels: Int
 }
 
 /// The port views and pending markers of one node, allocated once. The runtime fills the
@@ -111,10 +124,10 @@ public final class NodePorts {
 
     public let inputFormats: [StreamFormat]
     public let outputFormats: [StreamFormat]
-    let inputCount: Int
-    let outputCount: Int
-    let inputs: UnsafeMutablePointer<PortView>
-    let outputs: UnsafeMutablePointer<PortView>
+    @usableFromInline let inputCount: Int
+    @usableFromInline let outputCount: Int
+    @usableFromInline let inputs: UnsafeMutablePointer<PortView>
+    @usableFromInline let outputs: UnsafeMutablePointer<PortView>
     let pending: UnsafeMutablePointer<Marker>
     let pendingCounts: UnsafeMutablePointer<Int>
 
