@@ -188,16 +188,54 @@ import Testing
         }
     }
 
+    /// What `recordTone` heard: the recorder's channels, the chain's run report, the xruns on
+    /// either client, and the tone rendered offline at the server's rate.
+    struct ToneRecording {
+        var channels: [[Float]]
+        var report: RunReport
+        var xruns: Int
+        var reference: [Float]
+    }
+
+    /// Runs the chain `yaml(name)` (client `name`, its sink connected to `name-rec`), plays
+    /// `tone` from a second graph into `name:in_1` while `during` acts on the running chain,
+    /// then stops the chain and returns what a `channels`-channel recorder heard.
+    func recordTone(
+        _ stem: String, channels: Int, tone: String, server: JackTestServer,
+        chain yaml: (String) -> String, during: (LiveRun) throws -> Void = { _ in }
+    ) throws -> (recording: ToneRecording, chain: CompiledGraph) {
+        let name = clientName(stem)
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "\(name)-rec", channels: channels, capacityFrames: 4 * server.sampleRate)
+        try recorder.start()
+        defer { recorder.stop() }
+        let chain = try compile(yaml(name), server: server.name)
+        let chainRun = try LiveRun(graph: chain)
+        try chainRun.start()
+        // The feeder: a tone played by a second graph straight into the chain's input.
+        var feedDescription = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name):in_1")
+        feedDescription.playback = PlaybackSettings(strategy: .stream, client: clientName("feed"))
+        let feed = try LiveRun(graph: GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription))
+        try feed.start()
+        try during(chainRun)
+        _ = try feed.wait()
+        sleep(seconds: 0.1)
+        chainRun.cancel()
+        let report = try chainRun.wait()
+        recorder.drain()
+        let xruns = try #require(chain.devices.first as? JackDevice).xruns + recorder.xruns
+        let recording = ToneRecording(
+            channels: (0..<channels).map { recorder.samples(channel: $0) }, report: report, xruns: xruns,
+            reference: try Self.render(tone, rate: server.sampleRate))
+        return (recording, chain)
+    }
+
     @Test("what the chain records equals its offline render: a tone through fader (length 0, gain 0.5), sample for sample")
     func recordingEqualsRender() throws {
         let server = try JackTestServer.shared()
         for attempt in 1...JackSinkTests.attempts(on: server) {
-            let name = clientName("chain")
-            let feedName = clientName("feed")
-            let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
-            try recorder.start()
-            defer { recorder.stop() }
-            let chain = try compile("""
+            let (heard, _) = try recordTone("chain", channels: 1, tone: "tone frequency=440 amplitude=0.8 duration=0.5", server: server) { name in
+                """
                 name: chain
                 nodes:
                   in:   { type: jack.source, channels: 1, connect: none }
@@ -205,32 +243,18 @@ import Testing
                   out:  { type: jack.sink, channels: 1, connect: ["\(name)-rec:in_1"] }
                 links: [in -> gain -> out]
                 playback: { client: \(name) }
-                """, server: server.name)
-            let chainRun = try LiveRun(graph: chain)
-            try chainRun.start()
-            // The feeder: a tone played by a second graph straight into the chain's input.
-            let tone = "tone frequency=440 amplitude=0.8 duration=0.5"
-            var feedDescription = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name):in_1")
-            feedDescription.playback = PlaybackSettings(strategy: .stream, client: feedName)
-            let feed = try GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription)
-            _ = try LiveRun(graph: feed).run()
-            sleep(seconds: 0.1)
-            chainRun.cancel()
-            let report = try chainRun.wait()
-            recorder.drain()
-            // The tone offline, at the server's rate.
-            let reference = try Self.render(tone, rate: server.sampleRate)
-            let recorded = recorder.samples(channel: 0)
+                """
+            }
+            let recorded = heard.channels[0]
             let start = try #require(recorded.firstIndex { $0 != 0 })
-            let referenceStart = try #require(reference.firstIndex { $0 != 0 })
-            let expected = reference[referenceStart...].map { $0 * 0.5 }
+            let referenceStart = try #require(heard.reference.firstIndex { $0 != 0 })
+            let expected = heard.reference[referenceStart...].map { $0 * 0.5 }
             let got = Array(recorded[start...].prefix(expected.count))
             let difference = firstDifference(got, expected)
-            let xruns = try #require(chain.devices.first as? JackDevice).xruns + recorder.xruns
-            if difference != nil && JackSinkTests.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
-            #expect(report.underruns == 0)
+            if difference != nil && JackSinkTests.mayRetry(after: attempt, xruns: heard.xruns, on: server) { continue }
+            #expect(heard.report.underruns == 0)
             #expect(got.count == expected.count)
-            #expect(difference == nil, "with \(xruns) xruns")
+            #expect(difference == nil, "with \(heard.xruns) xruns")
             return
         }
     }
@@ -282,11 +306,8 @@ import Testing
     func stereoDirectChainEqualsRender() throws {
         let server = try JackTestServer.shared()
         for attempt in 1...JackSinkTests.attempts(on: server) {
-            let name = clientName("pair")
-            let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 2, capacityFrames: 4 * server.sampleRate)
-            try recorder.start()
-            defer { recorder.stop() }
-            let chain = try compile("""
+            let (heard, chain) = try recordTone("pair", channels: 2, tone: "tone frequency=440 amplitude=0.8 duration=0.5", server: server) { name in
+                """
                 name: pair
                 nodes:
                   in:   { type: jack.source, channels: 2, connect: none }
@@ -295,32 +316,19 @@ import Testing
                   out:  { type: jack.sink, channels: 2, connect: ["\(name)-rec:in_1", "\(name)-rec:in_2"] }
                 links: [in -> swap -> gain -> out]
                 playback: { client: \(name) }
-                """, server: server.name)
+                """
+            }
             #expect(chain.directInCycle(placement: chain.placement) == [true, true, true, true])
-            let chainRun = try LiveRun(graph: chain)
-            try chainRun.start()
-            let tone = "tone frequency=440 amplitude=0.8 duration=0.5"
-            var feedDescription = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name):in_1")
-            feedDescription.playback = PlaybackSettings(strategy: .stream, client: clientName("feed"))
-            let feed = try GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription)
-            _ = try LiveRun(graph: feed).run()
-            sleep(seconds: 0.1)
-            chainRun.cancel()
-            _ = try chainRun.wait()
-            recorder.drain()
-            let reference = try Self.render(tone, rate: server.sampleRate)
             // The tone went into the left input; the routing sends it out on the right.
-            let left = recorder.samples(channel: 0)
-            let right = recorder.samples(channel: 1)
+            let (left, right) = (heard.channels[0], heard.channels[1])
             let start = try #require(right.firstIndex { $0 != 0 })
-            let referenceStart = try #require(reference.firstIndex { $0 != 0 })
-            let expected = reference[referenceStart...].map { $0 * 0.5 }
+            let referenceStart = try #require(heard.reference.firstIndex { $0 != 0 })
+            let expected = heard.reference[referenceStart...].map { $0 * 0.5 }
             let got = Array(right[start...].prefix(expected.count))
             let difference = firstDifference(got, expected)
-            let xruns = try #require(chain.devices.first as? JackDevice).xruns + recorder.xruns
-            if difference != nil && JackSinkTests.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
+            if difference != nil && JackSinkTests.mayRetry(after: attempt, xruns: heard.xruns, on: server) { continue }
             #expect(got.count == expected.count)
-            #expect(difference == nil, "with \(xruns) xruns")
+            #expect(difference == nil, "with \(heard.xruns) xruns")
             #expect(left.allSatisfy { $0 == 0 })
             return
         }
@@ -330,11 +338,10 @@ import Testing
     func timedChangeInTheDirectSection() throws {
         let server = try JackTestServer.shared()
         for attempt in 1...JackSinkTests.attempts(on: server) {
-            let name = clientName("timed")
-            let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
-            try recorder.start()
-            defer { recorder.stop() }
-            let chain = try compile("""
+            var timed = 0
+            var applied: ParameterControl.Applied?
+            let (heard, _) = try recordTone("timed", channels: 1, tone: "tone frequency=440 amplitude=0.8 duration=1", server: server, chain: { name in
+                """
                 name: timed
                 nodes:
                   in:   { type: jack.source, channels: 1, connect: none }
@@ -342,38 +349,26 @@ import Testing
                   out:  { type: jack.sink, channels: 1, connect: ["\(name)-rec:in_1"] }
                 links: [in -> gain -> out]
                 playback: { client: \(name) }
-                """, server: server.name)
-            let chainRun = try LiveRun(graph: chain)
-            try chainRun.start()
-            let tone = "tone frequency=440 amplitude=0.8 duration=1"
-            var feedDescription = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name):in_1")
-            feedDescription.playback = PlaybackSettings(strategy: .stream, client: clientName("feed"))
-            let feed = try LiveRun(graph: GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription))
-            try feed.start()
-            sleep(seconds: 0.2)
-            // Where the stream is now, then a change timed a little later, off the period grid.
-            let now = try #require(try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(1), timeout: 5).frame)
-            let timed = now + server.sampleRate / 10 + server.periodFrames / 2 + 7
-            let applied = try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(0.5), atFrame: timed, timeout: 5)
-            _ = try feed.wait()
-            sleep(seconds: 0.1)
-            chainRun.cancel()
-            _ = try chainRun.wait()
-            recorder.drain()
-            let reference = try Self.render(tone, rate: server.sampleRate)
-            let recorded = recorder.samples(channel: 0)
+                """
+            }, during: { chainRun in
+                sleep(seconds: 0.2)
+                // Where the stream is now, then a change timed a little later, off the period grid.
+                let now = try #require(try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(1), timeout: 5).frame)
+                timed = now + server.sampleRate / 10 + server.periodFrames / 2 + 7
+                applied = try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(0.5), atFrame: timed, timeout: 5)
+            })
+            let recorded = heard.channels[0]
             let start = try #require(recorded.firstIndex { $0 != 0 })
-            let referenceStart = try #require(reference.firstIndex { $0 != 0 })
-            let tail = Array(reference[referenceStart...])
+            let referenceStart = try #require(heard.reference.firstIndex { $0 != 0 })
+            let tail = Array(heard.reference[referenceStart...])
             let got = Array(recorded[start...].prefix(tail.count))
             // The first frame that differs from the tone at gain 1 is where the change landed.
             let switchIndex = got.indices.first { got[$0] != tail[$0] } ?? got.count
             let halved = switchIndex < got.count ? firstDifference(Array(got[switchIndex...]), tail[switchIndex...].map { $0 * 0.5 }) : "no change heard"
-            let xruns = try #require(chain.devices.first as? JackDevice).xruns + recorder.xruns
-            if halved != nil && JackSinkTests.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
-            #expect(applied.frame == timed)
+            if halved != nil && JackSinkTests.mayRetry(after: attempt, xruns: heard.xruns, on: server) { continue }
+            #expect(applied?.frame == timed)
             #expect(got.count == tail.count)
-            #expect(halved == nil, "with \(xruns) xruns")
+            #expect(halved == nil, "with \(heard.xruns) xruns")
             // The tone's first sample reached the chain on a period's first frame, so the change
             // sits as far past a period's start in the tone as `timed` does in the stream.
             #expect((timed - (switchIndex + referenceStart)) % server.periodFrames == 0, "changed at tone frame \(switchIndex + referenceStart), timed \(timed)")

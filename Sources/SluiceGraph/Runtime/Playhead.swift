@@ -228,6 +228,16 @@ public final class Playhead: @unchecked Sendable {
         return available >= needed
     }
 
+    /// [audio-thread] Notes where the period starts on the device's clock, for the events it
+    /// posts; returns its first device frame.
+    @inline(__always)
+    private func beginPeriod(deviceTime: UInt64?) -> Int {
+        let deviceStart = deviceFramesValue.load(ordering: .relaxed)
+        periodDeviceStart = deviceStart
+        periodDeviceTime = deviceTime ?? UInt64(deviceStart)
+        return deviceStart
+    }
+
     /// [audio-thread] Renders `frames` interleaved frames into `output`.
     ///
     /// - Parameter deviceTime: the device's clock at the period's first frame (JACK's
@@ -237,9 +247,7 @@ public final class Playhead: @unchecked Sendable {
     public func render(into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64? = nil) -> Bool {
         renderCheck.enter()
         defer { renderCheck.exit() }
-        let deviceStart = deviceFramesValue.load(ordering: .relaxed)
-        periodDeviceStart = deviceStart
-        periodDeviceTime = deviceTime ?? UInt64(deviceStart)
+        let deviceStart = beginPeriod(deviceTime: deviceTime)
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!
         guard current != .finished else {
@@ -322,9 +330,7 @@ public final class Playhead: @unchecked Sendable {
     public func renderInPlace(_ output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64? = nil) -> Bool {
         renderCheck.enter()
         defer { renderCheck.exit() }
-        let deviceStart = deviceFramesValue.load(ordering: .relaxed)
-        periodDeviceStart = deviceStart
-        periodDeviceTime = deviceTime ?? UInt64(deviceStart)
+        let deviceStart = beginPeriod(deviceTime: deviceTime)
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!
         guard current != .finished else {
