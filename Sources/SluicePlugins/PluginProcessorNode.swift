@@ -139,6 +139,12 @@ public class PluginProcessorNode: ProcessorNode {
         framesProduced = 0
     }
 
+    /// The ABI's `process` is a block in and the same block out (`sluice_process_t.frames` on
+    /// every port), with no latency, and the markers a plugin sees pass by it unchanged: frame
+    /// for frame, so in a live chain between `jack.source` and `jack.sink` it runs on the
+    /// period's own buffers (docs/architecture.md, "Frame for frame").
+    public var processesFrameForFrame: Bool { true }
+
     public func process(_ io: inout ProcessIO) {
         guard let call, let inputPointers, let outputPointers, let silence, let inputs else { return }
         var room = Int.max
