@@ -218,10 +218,6 @@ public final class GraphCycle: @unchecked Sendable {
         directRef!._withUnsafeGuaranteedRef { $0.ownBuffer(captureRecords[index].link) }
     }
 
-    /// [audio-thread] Whether device sink `index` plays from the direct section.
-    @inline(__always)
-    public func playsDirectly(_ index: Int) -> Bool { playbackRecords[index].link >= 0 }
-
     /// [audio-thread] Before `process`: the nodes write device sink `index`'s period straight
     /// into `buffer` (its one port's), when a node writes its link; whether they will. Pass
     /// the same buffer to `render` then.
