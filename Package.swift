@@ -90,6 +90,8 @@ let package = Package(
         // Plugins shipped with Sluice: `libsluice-<name>.so`, found beside the tool.
         .library(name: "sluice-ducker", type: .dynamic, targets: ["SluiceDucker"]),
         .library(name: "sluice-espeak", type: .dynamic, targets: ["SluiceEspeak"]),
+        // More espeak-ng engines for many voices: a helper process the plugin starts, beside it.
+        .executable(name: "sluice-espeak-engine", targets: ["sluice-espeak-engine"]),
         .library(name: "sluice-elevenlabs", type: .dynamic, targets: ["SluiceElevenLabs"]),
         .library(name: "sluice-openai", type: .dynamic, targets: ["SluiceOpenAI"]),
         .library(name: "sluice-http-pcm", type: .dynamic, targets: ["SluiceHTTPPCM"]),
@@ -211,8 +213,13 @@ let package = Package(
         // The default speech provider, in C over libespeak-ng (CEspeak brings its flags).
         .target(
             name: "SluiceEspeak", dependencies: ["SluicePluginABI", "CEspeak"], path: "Plugins/espeak",
-            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
+            exclude: ["engine/main.c"], publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],
             linkerSettings: [.linkedLibrary("pthread"), .unsafeFlags(cPluginLinkerFlags)]
+        ),
+        // Its engine process (Plugins/espeak/engine/protocol.h is what the two say).
+        .executableTarget(
+            name: "sluice-espeak-engine", dependencies: ["CEspeak"], path: "Plugins/espeak/engine",
+            exclude: ["protocol.h"]
         ),
 
         // MARK: The command-line tool

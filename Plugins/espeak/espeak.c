@@ -12,15 +12,15 @@
  * memory stays bounded however long the text, and audio reaches `read` while the sentence
  * is still being synthesised.
  *
- * espeak-ng keeps its state in process globals and is not reentrant. It is initialised once
- * per process (never terminated: the library stays mapped), and one instance at a time holds
- * "the engine" for a whole espeak_Synth call; it sets its voice, rate, pitch and volume
- * first, under the same hold. A synthesis alone waits for its ring to drain, keeping the
- * engine. When other instances wait for the engine (many voices in one process), a full ring
- * does not hold them up: the holder spills what does not fit into an overflow buffer and
- * finishes its utterance at full speed, and `read` moves the overflow into the ring as it
- * frees room. The overflow holds at most the rest of one utterance, and only while others
- * wait, so memory stays bounded by the longest utterance (counter `peak-overflow-bytes`).
+ * espeak-ng keeps its state in process globals and is not reentrant: engines.c holds the
+ * process's engine and the helper processes that are more engines, and hands them to the
+ * synthesis threads one utterance at a time. A synthesis alone waits for its ring to drain,
+ * keeping its engine. When other instances wait for an engine (many voices in one process),
+ * a full ring does not hold them up: the holder spills what does not fit into an overflow
+ * buffer and finishes its utterance at full speed, and `read` moves the overflow into the
+ * ring as it frees room. The overflow holds at most the rest of one utterance, and only while
+ * others wait, so memory stays bounded by the longest utterance (counter
+ * `peak-overflow-bytes`).
  *
  * Threads: the text functions and destroy run on the [control-thread], `read` on the
  * [source-thread], the synthesis thread is the plugin's own, `cancel` and `get_counters` come
@@ -39,6 +39,8 @@
 
 #include <espeak-ng/speak_lib.h>
 #include <sluice/sluice.h>
+
+#include "engines.h"
 
 /* espeak-ng hands over native `short`s; the output is declared S16LE. */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -68,9 +70,12 @@ static const sluice_param_descriptor_t espeak_params[] = {
     {"buffer", SLUICE_PARAM_NUMBER, 0.02, 10, NULL, 0, false, true, {1.0, 0, false, NULL}, "s",
      "Most audio synthesised ahead of the graph; synthesis waits while this much is unread.",
      sizeof(sluice_param_descriptor_t), 0},
+    {"engines", SLUICE_PARAM_INTEGER, 0, 64, NULL, 0, false, true, {0, 0, false, NULL}, NULL,
+     "Most espeak-ng engines this voice may use, for many voices: 1 is the process's own only; more lets it start or share engine processes when the others are busy; 0 is one per processor.",
+     sizeof(sluice_param_descriptor_t), 0},
 };
 
-enum { PARAM_VOICE, PARAM_RATE, PARAM_PITCH, PARAM_VOLUME, PARAM_BUFFER, PARAM_COUNT };
+enum { PARAM_VOICE, PARAM_RATE, PARAM_PITCH, PARAM_VOLUME, PARAM_BUFFER, PARAM_ENGINES, PARAM_COUNT };
 
 static const sluice_node_descriptor_t espeak_descriptor = {
     "espeak",
@@ -82,10 +87,6 @@ static const sluice_node_descriptor_t espeak_descriptor = {
     sizeof(sluice_node_descriptor_t),
 };
 
-/* MARK: The engine (process-global) */
-
-/* espeak_Synth's sample chunks: 20 ms, so audio leaves in small steps. */
-#define ENGINE_CHUNK_MS 20
 /* How long a wait lasts at most before the waiter looks at its stop flags again. Wake-ups
  * come sooner (a condition signal); this only bounds one lost to `cancel`, which signals
  * without taking the lock (it must not block). */
@@ -96,45 +97,8 @@ static const sluice_node_descriptor_t espeak_descriptor = {
  * its clock still while a provider has nothing yet.) */
 #define READ_WAIT_NS (5 * 1000 * 1000)
 
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-/* The rate espeak_Initialize returned, or -1 when it failed. Written once under engine_once. */
+/* The rate of espeak-ng's samples: engines_initialise's answer, set before any instance. */
 static int engine_rate = -1;
-
-/* Who holds the engine: `engine_busy` under `engine_mutex`. The engine passes to waiters in
- * the order they came (a queue of `engine_waiter_t`, each woken on its own condition): with
- * a broadcast and a free-for-all, a hundred voices woke together at every hand-off and the
- * unlucky ones waited several turns for their next sentence, and ran dry. */
-static pthread_mutex_t engine_mutex = PTHREAD_MUTEX_INITIALIZER;
-static bool engine_busy = false;
-
-typedef struct engine_waiter {
-    struct engine_waiter *next;
-    struct espeak_provider *instance;
-    pthread_cond_t granted_signal;
-    bool granted; /* the engine is this waiter's: set by the holder that released it */
-} engine_waiter_t;
-
-static engine_waiter_t *engine_queue_head = NULL;
-static engine_waiter_t *engine_queue_tail = NULL;
-
-/* The voice espeak-ng has selected now (empty: unknown), under the engine's hold: a holder
- * with the same voice skips selecting it again, which re-reads the voice's files. */
-static char engine_voice[128] = "";
-/* Threads waiting in engine_acquire: the holder spills rather than blocks while any do. */
-static atomic_int engine_waiters = 0;
-/* The instance whose espeak_Synth is running: set and cleared by the engine's holder, read
- * by the synthesis callback, which espeak-ng calls on that same thread, inside the call. */
-static struct espeak_provider *engine_owner = NULL;
-
-static int on_samples(short *samples, int count, espeak_EVENT *events);
-
-static void init_monotonic_condition(pthread_cond_t *condition);
-
-static void engine_initialise(void) {
-    /* DONT_EXIT: report missing data instead of exiting the host. */
-    engine_rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, ENGINE_CHUNK_MS, NULL, espeakINITIALIZE_DONT_EXIT);
-    if (engine_rate > 0) espeak_SetSynthCallback(on_samples);
-}
 
 /* MARK: Instance */
 
@@ -157,9 +121,8 @@ typedef struct utterance {
 } utterance_t;
 
 typedef struct espeak_provider {
-    /* Settings, fixed at create. */
-    char voice[128];
-    int rate, pitch, volume;
+    /* Settings, fixed at create: the voice and prosody as an engine request. */
+    engine_request_t settings;
     size_t ring_capacity; /* bytes, a whole number of frames */
 
     /* Guards everything below up to the atomics. */
@@ -192,6 +155,7 @@ typedef struct espeak_provider {
 
     pthread_t thread;
     bool thread_started;
+    int engine_limit; /* engines_open's answer (0: not counted in, so no engines_close) */
 
     /* [any-thread] */
     atomic_bool cancelled; /* cancel: reads return END, synthesis aborts */
@@ -200,6 +164,7 @@ typedef struct espeak_provider {
     atomic_int_fast64_t peak_overflow;
     atomic_int_fast64_t synthesised_bytes;
     atomic_int_fast64_t utterances_synthesised;
+    atomic_int_fast64_t helper_utterances;
 } espeak_provider_t;
 
 static void fail(sluice_error_t *error, const char *code, const char *message) {
@@ -237,95 +202,6 @@ static void init_monotonic_condition(pthread_cond_t *condition) {
     pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
     pthread_cond_init(condition, &attributes);
     pthread_condattr_destroy(&attributes);
-}
-
-/* Takes the engine for `self`, after the threads that asked before; false (without it) when
- * `self` is told to stop first. */
-static bool engine_acquire(espeak_provider_t *self) {
-    pthread_mutex_lock(&engine_mutex);
-    if (!engine_busy) {
-        engine_busy = true;
-        engine_owner = self;
-        pthread_mutex_unlock(&engine_mutex);
-        return true;
-    }
-    engine_waiter_t waiter = {.next = NULL, .instance = self, .granted = false};
-    init_monotonic_condition(&waiter.granted_signal);
-    if (engine_queue_tail != NULL) engine_queue_tail->next = &waiter; else engine_queue_head = &waiter;
-    engine_queue_tail = &waiter;
-    atomic_fetch_add_explicit(&engine_waiters, 1, memory_order_relaxed);
-    while (!waiter.granted && !should_stop(self)) wait_briefly(&waiter.granted_signal, &engine_mutex);
-    atomic_fetch_sub_explicit(&engine_waiters, 1, memory_order_relaxed);
-    if (!waiter.granted) {
-        /* Told to stop while waiting: leave the queue (no holder has taken this waiter). */
-        engine_waiter_t **link = &engine_queue_head;
-        engine_waiter_t *previous = NULL;
-        while (*link != &waiter) {
-            previous = *link;
-            link = &(*link)->next;
-        }
-        *link = waiter.next;
-        if (engine_queue_tail == &waiter) engine_queue_tail = previous;
-    }
-    pthread_mutex_unlock(&engine_mutex);
-    pthread_cond_destroy(&waiter.granted_signal);
-    return waiter.granted;
-}
-
-/* Hands the engine to the longest waiter, or frees it. */
-static void engine_release(void) {
-    pthread_mutex_lock(&engine_mutex);
-    engine_waiter_t *next = engine_queue_head;
-    if (next != NULL) {
-        engine_queue_head = next->next;
-        if (engine_queue_head == NULL) engine_queue_tail = NULL;
-        next->granted = true;
-        engine_owner = next->instance; /* still busy: the engine passes straight on */
-        pthread_cond_signal(&next->granted_signal);
-    } else {
-        engine_busy = false;
-        engine_owner = NULL;
-    }
-    pthread_mutex_unlock(&engine_mutex);
-}
-
-/* Wakes every thread waiting for the engine, so one told to stop sees it now. */
-static void engine_wake_waiters(void) {
-    pthread_mutex_lock(&engine_mutex);
-    for (engine_waiter_t *waiter = engine_queue_head; waiter != NULL; waiter = waiter->next) {
-        pthread_cond_signal(&waiter->granted_signal);
-    }
-    pthread_mutex_unlock(&engine_mutex);
-}
-
-/* [engine holder] Selects `name` as the command line does: a voice's file or name
- * ("gmw/en", "en-us", "en+f3"), else the best voice for a language ("en-gb"). */
-static espeak_ERROR engine_select_voice(const char *name) {
-    engine_voice[0] = '\0';
-    espeak_ERROR status = espeak_SetVoiceByName(name);
-    if (status != EE_OK) {
-        espeak_VOICE properties;
-        memset(&properties, 0, sizeof properties);
-        properties.languages = name;
-        status = espeak_SetVoiceByProperties(&properties);
-    }
-    if (status == EE_OK && strlen(name) < sizeof engine_voice) strcpy(engine_voice, name);
-    return status;
-}
-
-/* [engine holder] Sets the voice and the prosody, which are process-global in espeak-ng. The
- * voice is selected only when another was (selecting one re-reads its files: many voices of
- * one kind in a process took turns re-reading the same ones). */
-static espeak_ERROR engine_configure(const espeak_provider_t *self) {
-    if (strcmp(engine_voice, self->voice) != 0 || engine_voice[0] == '\0') {
-        espeak_ERROR status = engine_select_voice(self->voice);
-        if (status != EE_OK) return status;
-    }
-    espeak_ERROR status;
-    /* Always, after the voice: selecting a voice resets them, and the last holder's may differ. */
-    if ((status = espeak_SetParameter(espeakRATE, self->rate, 0)) != EE_OK) return status;
-    if ((status = espeak_SetParameter(espeakPITCH, self->pitch, 0)) != EE_OK) return status;
-    return espeak_SetParameter(espeakVOLUME, self->volume, 0);
 }
 
 /* [lock held] Appends `size` bytes to the ring, which has room for them. */
@@ -387,67 +263,59 @@ static size_t byte_offset_of_character(utterance_t *utterance, size_t chars) {
     return utterance->scan_bytes;
 }
 
-/* [synthesis thread, lock held] Appends a word mark for each word event in `events` (text
- * positions are 1-based characters, `sample` counts from the start of this synthesis). False
+/* [synthesis thread, lock held] Appends a mark for one of espeak-ng's word events (the text
+ * position is a 1-based character, `sample` counts from the start of this synthesis). False
  * when memory runs out. */
-static bool record_word_events(utterance_t *utterance, const espeak_EVENT *events) {
-    for (const espeak_EVENT *event = events; event->type != espeakEVENT_LIST_TERMINATED; event++) {
-        /* espeak-ng also sends an empty word (length 0) at a text's end: no word, no mark. */
-        if (event->type != espeakEVENT_WORD || event->text_position < 1 || event->length < 1 || utterance->text == NULL) {
-            continue;
-        }
-        if (utterance->mark_count == utterance->mark_capacity) {
-            const size_t capacity = utterance->mark_capacity == 0 ? 16 : utterance->mark_capacity * 2;
-            sluice_word_mark_t *grown = (sluice_word_mark_t *)realloc(utterance->marks, capacity * sizeof *grown);
-            if (grown == NULL) return false;
-            utterance->marks = grown;
-            utterance->mark_capacity = capacity;
-        }
-        const size_t start = byte_offset_of_character(utterance, (size_t)event->text_position - 1);
-        const size_t end = byte_offset_of_character(utterance, (size_t)event->text_position - 1 + (size_t)event->length);
-        sluice_word_mark_t *mark = &utterance->marks[utterance->mark_count++];
-        memset(mark, 0, sizeof *mark);
-        mark->text_start = (uint32_t)start;
-        mark->text_length = (uint32_t)(end - start);
-        mark->audio_offset = (uint64_t)(event->sample < 0 ? 0 : event->sample) * sizeof(short);
+static bool record_word(utterance_t *utterance, int text_position, int length, int sample) {
+    /* espeak-ng also sends an empty word (length 0) at a text's end: no word, no mark. */
+    if (text_position < 1 || length < 1 || utterance->text == NULL) return true;
+    if (utterance->mark_count == utterance->mark_capacity) {
+        const size_t capacity = utterance->mark_capacity == 0 ? 16 : utterance->mark_capacity * 2;
+        sluice_word_mark_t *grown = (sluice_word_mark_t *)realloc(utterance->marks, capacity * sizeof *grown);
+        if (grown == NULL) return false;
+        utterance->marks = grown;
+        utterance->mark_capacity = capacity;
     }
+    const size_t start = byte_offset_of_character(utterance, (size_t)text_position - 1);
+    const size_t end = byte_offset_of_character(utterance, (size_t)text_position - 1 + (size_t)length);
+    sluice_word_mark_t *mark = &utterance->marks[utterance->mark_count++];
+    memset(mark, 0, sizeof *mark);
+    mark->text_start = (uint32_t)start;
+    mark->text_length = (uint32_t)(end - start);
+    mark->audio_offset = (uint64_t)(sample < 0 ? 0 : sample) * sizeof(short);
     return true;
 }
 
-/* [synthesis thread, inside espeak_Synth] Copies a chunk into the ring, waiting for room;
- * returns 1 (abort the synthesis) when the instance is cancelled or destroyed. */
-static int on_samples(short *samples, int count, espeak_EVENT *events) {
-    /* SAFETY: only the engine's holder calls espeak_Synth, and espeak-ng (synchronous mode)
-     * calls back on that thread before espeak_Synth returns, so `engine_owner` is that
-     * holder's instance, set before the call and cleared after it. */
-    espeak_provider_t *self = engine_owner;
-    if (self == NULL) return 1;
+/* [synthesis thread, the engine's sink] Records a word before its chunk's samples are
+ * readable, so a mark is always takeable by the read that returns its first byte. False
+ * (abort the utterance rather than lose its timing) when memory runs out or on stop. */
+static bool deliver_word(void *context, int text_position, int length, int sample) {
+    espeak_provider_t *self = (espeak_provider_t *)context;
     pthread_mutex_lock(&self->lock);
-    /* A chunk's word events come with it or before it: recorded before its samples are
-     * readable, so a mark is always takeable by the read that returns its first byte. */
-    if (events != NULL && self->pending != NULL && !record_word_events(self->pending, events)) {
-        pthread_mutex_unlock(&self->lock);
-        return 1; /* out of memory: abort this utterance rather than lose its timing */
-    }
-    if (samples == NULL || count <= 0) {
-        pthread_mutex_unlock(&self->lock);
-        return should_stop(self) ? 1 : 0; /* the closing call */
-    }
+    const bool recorded = self->pending == NULL || record_word(self->pending, text_position, length, sample);
+    pthread_mutex_unlock(&self->lock);
+    return recorded && !should_stop(self);
+}
+
+/* [synthesis thread, the engine's sink] Copies a chunk into the ring, waiting for room;
+ * false (abort the synthesis) when the instance is cancelled or destroyed. */
+static bool deliver_samples(void *context, const short *samples, size_t count) {
+    espeak_provider_t *self = (espeak_provider_t *)context;
+    pthread_mutex_lock(&self->lock);
     const uint8_t *bytes = (const uint8_t *)samples;
-    size_t left = (size_t)count * sizeof(short);
+    size_t left = count * sizeof(short);
     while (left > 0) {
         if (should_stop(self)) {
             pthread_mutex_unlock(&self->lock);
-            return 1;
+            return false;
         }
         const size_t room = self->ring_capacity - self->ring_count;
-        if (self->overflow_count > 0 ||
-            (room == 0 && atomic_load_explicit(&engine_waiters, memory_order_relaxed) > 0)) {
-            /* Others wait for the engine (or audio already waits in the overflow, which must
+        if (self->overflow_count > 0 || (room == 0 && engines_contended())) {
+            /* Others wait for an engine (or audio already waits in the overflow, which must
              * stay in order): spill instead of holding the engine while the ring drains. */
             if (!spill(self, bytes, left)) {
                 pthread_mutex_unlock(&self->lock);
-                return 1; /* out of memory: abort this utterance rather than lose its order */
+                return false; /* out of memory: abort this utterance rather than lose its order */
             }
             self->produced += left;
             atomic_fetch_add_explicit(&self->synthesised_bytes, (int_fast64_t)left, memory_order_relaxed);
@@ -471,35 +339,24 @@ static int on_samples(short *samples, int count, espeak_EVENT *events) {
         }
     }
     pthread_mutex_unlock(&self->lock);
-    return 0;
+    return true;
 }
 
-/* [synthesis thread] Synthesises one utterance's text into the ring. Returns false and fills
- * `error` when espeak-ng fails; an abort (cancel, destroy) is not a failure. */
+static bool should_stop_owner(void *owner) {
+    return should_stop((espeak_provider_t *)owner);
+}
+
+/* [synthesis thread] Synthesises one utterance's text into the ring, on whichever engine
+ * comes first. Returns false and fills `error` when it fails; an abort (cancel, destroy) is
+ * not a failure. */
 static bool synthesise(espeak_provider_t *self, const char *text, sluice_error_t *error) {
-    if (!engine_acquire(self)) return true; /* told to stop while waiting */
-    bool succeeded = true;
-    espeak_ERROR status = engine_configure(self);
-    if (status != EE_OK) {
-        char message[sizeof error->message];
-        snprintf(message, sizeof message, "espeak-ng refused voice '%s' (error %d); `espeak-ng --voices` lists them",
-                 self->voice, (int)status);
-        fail(error, "unknown-voice", message);
-        succeeded = false;
-    } else {
-        /* The text as UTF-8, no SSML or [[phoneme]] markup, with the end-of-sentence pause
-         * (ENDPAUSE) the espeak-ng command line also adds. */
-        status = espeak_Synth(text, strlen(text) + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8 | espeakENDPAUSE, NULL,
-                              NULL);
-        if (status != EE_OK && !should_stop(self)) {
-            char message[128];
-            snprintf(message, sizeof message, "espeak-ng failed to synthesise an utterance (error %d)", (int)status);
-            fail(error, "synthesis-failed", message);
-            succeeded = false;
-        }
-    }
-    engine_release();
-    return succeeded;
+    espeak_engine_t *engine = engines_acquire(self, self->engine_limit, should_stop_owner);
+    if (engine == NULL) return true; /* told to stop while waiting */
+    const engine_sink_t sink = {self, deliver_samples, deliver_word};
+    const bool succeeded = engine_speak(engine, &self->settings, text, &sink, error);
+    if (engine_is_helper(engine)) atomic_fetch_add_explicit(&self->helper_utterances, 1, memory_order_relaxed);
+    engines_release(engine);
+    return succeeded || should_stop(self);
 }
 
 /* The synthesis thread: each complete utterance in order, until stopped or failed. */
@@ -696,14 +553,9 @@ static void espeak_cancel(void *instance) {
      * flag within WAIT_BACKSTOP_NS. POSIX allows signalling without holding the mutex. */
     pthread_cond_signal(&self->changed);
     pthread_cond_signal(&self->readable);
-    /* A synthesis thread waiting for the engine: woken now if the engine's lock is free at
+    /* A synthesis thread waiting for an engine: woken now if the engines' lock is free at
      * once (its holders never keep it long), else it sees the flag at its backstop. */
-    if (pthread_mutex_trylock(&engine_mutex) == 0) {
-        for (engine_waiter_t *waiter = engine_queue_head; waiter != NULL; waiter = waiter->next) {
-            if (waiter->instance == self) pthread_cond_signal(&waiter->granted_signal);
-        }
-        pthread_mutex_unlock(&engine_mutex);
-    }
+    engines_wake(self, false);
 }
 
 static void espeak_destroy(void *instance) {
@@ -713,8 +565,8 @@ static void espeak_destroy(void *instance) {
         atomic_store_explicit(&self->stopping, true, memory_order_release);
         pthread_cond_signal(&self->changed);
         pthread_mutex_unlock(&self->lock);
-        engine_wake_waiters();
-        /* Returns promptly: a synthesis waiting for ring space aborts (on_samples returns 1),
+        engines_wake(self, true);
+        /* Returns promptly: a synthesis waiting for ring space aborts (its sink says stop),
          * one waiting for the engine gives up, an idle thread leaves its wait. */
         pthread_join(self->thread, NULL);
     }
@@ -725,6 +577,7 @@ static void espeak_destroy(void *instance) {
         free(utterance);
         utterance = next;
     }
+    if (self->engine_limit > 0) engines_close();
     free(self->ring);
     free(self->overflow);
     pthread_cond_destroy(&self->readable);
@@ -740,6 +593,7 @@ static uint32_t espeak_get_counters(void *instance, sluice_counter_t *counters, 
         {"peak-overflow-bytes", (int64_t)atomic_load_explicit(&self->peak_overflow, memory_order_relaxed)},
         {"synthesised-bytes", (int64_t)atomic_load_explicit(&self->synthesised_bytes, memory_order_relaxed)},
         {"utterances-synthesised", (int64_t)atomic_load_explicit(&self->utterances_synthesised, memory_order_relaxed)},
+        {"helper-utterances", (int64_t)atomic_load_explicit(&self->helper_utterances, memory_order_relaxed)},
     };
     const uint32_t count = (uint32_t)(sizeof all / sizeof all[0]);
     for (uint32_t index = 0; index < count && index < capacity; index++) counters[index] = all[index];
@@ -783,11 +637,12 @@ static const sluice_node_descriptor_t *factory_get_descriptor(const sluice_node_
     return index == 0 ? &espeak_descriptor : NULL;
 }
 
-/* [control-thread] Whether espeak-ng knows `voice`: selects it, holding the engine. */
-static bool voice_exists(espeak_provider_t *self) {
-    if (!engine_acquire(self)) return false;
-    const bool exists = engine_select_voice(self->voice) == EE_OK;
-    engine_release();
+/* [control-thread] Whether espeak-ng knows the voice: selects it on an engine. */
+static bool voice_exists(espeak_provider_t *self, sluice_error_t *error) {
+    espeak_engine_t *engine = engines_acquire(self, self->engine_limit, should_stop_owner);
+    if (engine == NULL) return false;
+    const bool exists = engine_select(engine, self->settings.voice, error);
+    engines_release(engine);
     return exists;
 }
 
@@ -801,7 +656,7 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
         fail(error, "unknown-type", message);
         return false;
     }
-    pthread_once(&engine_once, engine_initialise);
+    engine_rate = engines_initialise();
     if (engine_rate <= 0) {
         fail(error, "espeak-unavailable",
              "espeak-ng could not initialise; install its voice data (apt-get install espeak-ng-data)");
@@ -810,7 +665,7 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
 
     /* Defaults, then the values given (the host passes every parameter: all have defaults). */
     const char *voice = "en";
-    int rate = 175, pitch = 50, volume = 100;
+    int rate = 175, pitch = 50, volume = 100, engines = 0;
     double buffer = 1.0;
     for (uint32_t i = 0; i < param_count; i++) {
         const char *name = params[i].name;
@@ -819,6 +674,7 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
         else if (strcmp(name, "pitch") == 0) pitch = (int)params[i].value.integer;
         else if (strcmp(name, "volume") == 0) volume = (int)params[i].value.integer;
         else if (strcmp(name, "buffer") == 0) buffer = params[i].value.number;
+        else if (strcmp(name, "engines") == 0) engines = (int)params[i].value.integer;
     }
 
     espeak_provider_t *self = (espeak_provider_t *)calloc(1, sizeof *self);
@@ -826,15 +682,15 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
         fail(error, "out-of-memory", "cannot allocate an espeak provider");
         return false;
     }
-    if (strlen(voice) >= sizeof self->voice) {
+    if (strlen(voice) >= sizeof self->settings.voice) {
         free(self);
         fail(error, "unknown-voice", "the voice name is too long; `espeak-ng --voices` lists the voices");
         return false;
     }
-    snprintf(self->voice, sizeof self->voice, "%s", voice);
-    self->rate = rate;
-    self->pitch = pitch;
-    self->volume = volume;
+    snprintf(self->settings.voice, sizeof self->settings.voice, "%s", voice);
+    self->settings.rate = rate;
+    self->settings.pitch = pitch;
+    self->settings.volume = volume;
     size_t frames = (size_t)(buffer * engine_rate + 0.5);
     self->ring_capacity = (frames < 1 ? 1 : frames) * sizeof(short);
     atomic_init(&self->cancelled, false);
@@ -843,16 +699,28 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
     atomic_init(&self->peak_overflow, 0);
     atomic_init(&self->synthesised_bytes, 0);
     atomic_init(&self->utterances_synthesised, 0);
+    atomic_init(&self->helper_utterances, 0);
 
     init_monotonic_condition(&self->changed);
     init_monotonic_condition(&self->readable);
     pthread_mutex_init(&self->lock, NULL);
 
-    if (!voice_exists(self)) {
-        snprintf(message, sizeof message,
-                 "espeak-ng has no voice '%s'; `espeak-ng --voices` lists them (e.g. en, en-us, de, en+f3)",
-                 self->voice);
-        fail(error, "unknown-voice", message);
+    self->engine_limit = engines_open(engines, error);
+    if (self->engine_limit == 0) {
+        espeak_destroy(self);
+        return false;
+    }
+    sluice_error_t refusal;
+    memset(&refusal, 0, sizeof refusal);
+    if (!voice_exists(self, &refusal)) {
+        if (strcmp(refusal.code, "unknown-voice") == 0) {
+            snprintf(message, sizeof message,
+                     "espeak-ng has no voice '%s'; `espeak-ng --voices` lists them (e.g. en, en-us, de, en+f3)",
+                     self->settings.voice);
+            fail(error, "unknown-voice", message);
+        } else if (error != NULL) {
+            *error = refusal; /* the engine process failed: its own words */
+        }
         espeak_destroy(self);
         return false;
     }
@@ -894,7 +762,9 @@ static const sluice_node_factory_t factory = {
 /* MARK: Entry */
 
 static bool entry_init(const char *plugin_path) {
-    (void)plugin_path; /* espeak-ng starts at the first create, not when the plugin is listed */
+    /* espeak-ng starts at the first create, not when the plugin is listed; the helper
+     * processes, when voices wait for an engine. */
+    engines_locate_helper(plugin_path);
     return true;
 }
 

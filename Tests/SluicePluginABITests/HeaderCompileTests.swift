@@ -115,11 +115,15 @@ import Testing
         #expect(outcome.status == 0, "\(dialect)\n\(outcome.standardError)")
     }
 
-    @Test("the C espeak provider compiles strictly as C11 (gcc and clang)", arguments: dialects.prefix(2))
+    @Test("the C espeak provider and its engine process compile strictly as C11 (gcc and clang)", arguments: dialects.prefix(2))
     func espeakCompiles(_ dialect: Dialect) throws {
-        let source = try String(contentsOf: Self.packageRoot.appendingPathComponent("Plugins/espeak/espeak.c"), encoding: .utf8)
-        let outcome = try Self.compile(source, as: dialect)
-        #expect(outcome.status == 0, "\(dialect)\n\(outcome.standardError)")
+        let folder = Self.packageRoot.appendingPathComponent("Plugins/espeak")
+        for file in ["espeak.c", "engines.c", "engine/main.c"] {
+            let source = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            // From standard input, so quoted includes are searched for in the plugin's folder.
+            let outcome = try Self.compile(source, as: dialect, extra: ["-I", folder.path, "-I", folder.appendingPathComponent("engine").path])
+            #expect(outcome.status == 0, "\(dialect): \(file)\n\(outcome.standardError)")
+        }
     }
 
     /// Version 1's structs, field by field (Tests/Plugins/abi-v1/sluice-v1 keeps its headers).

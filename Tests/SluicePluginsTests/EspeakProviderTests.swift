@@ -483,12 +483,13 @@ import Testing
     func voicesShareTheEngine() throws {
         let longText = "This voice speaks a long sentence while nobody reads it, so its small ring fills at once and the rest must wait somewhere."
         let reference = try Self.render("buffer: 0.1", [longText]).0
-        let stalled = try RawEspeak(buffer: 0.1)
+        // One engine in the process (no helper processes): the others must wait for this one.
+        let stalled = try RawEspeak(buffer: 0.1, engines: 1)
         stalled.say(longText)
         stalled.endText()
         // The stalled voice holds the engine with a full ring before the others ask for it.
         try stalled.waitUntil { $0["peak-buffered-bytes"]! > 0 }
-        let others = try (0..<3).map { _ in try RawEspeak(voice: "en-us", rate: 250) }
+        let others = try (0..<3).map { _ in try RawEspeak(voice: "en-us", rate: 250, engines: 1) }
         for voice in others {
             voice.say("Short.")
             voice.endText()
@@ -551,7 +552,7 @@ final class RawEspeak: @unchecked Sendable {
     private let vtable: sluice_provider_vtable_t
     private let destroyed = Atomic<Bool>(false)
 
-    init(voice: String = "en", rate: Int = 175, pitch: Int = 50, volume: Int = 100, buffer: Double = 1.0) throws {
+    init(voice: String = "en", rate: Int = 175, pitch: Int = 50, volume: Int = 100, buffer: Double = 1.0, engines: Int = 0) throws {
         library = try PluginLibrary.load(path: Plugins.espeak)
         // SAFETY: the library is loaded (and initialised) by `library`, which stays alive as
         // long as this instance; RTLD_NOLOAD only finds it. The entry, the factory and the
@@ -575,6 +576,7 @@ final class RawEspeak: @unchecked Sendable {
             sluice_param_value_t(name: c("pitch"), type: sluice_param_type_t(SLUICE_PARAM_INTEGER), value: sluice_value_t(number: 0, integer: Int64(pitch), boolean: false, string: nil)),
             sluice_param_value_t(name: c("volume"), type: sluice_param_type_t(SLUICE_PARAM_INTEGER), value: sluice_value_t(number: 0, integer: Int64(volume), boolean: false, string: nil)),
             sluice_param_value_t(name: c("buffer"), type: sluice_param_type_t(SLUICE_PARAM_NUMBER), value: sluice_value_t(number: buffer, integer: 0, boolean: false, string: nil)),
+            sluice_param_value_t(name: c("engines"), type: sluice_param_type_t(SLUICE_PARAM_INTEGER), value: sluice_value_t(number: 0, integer: Int64(engines), boolean: false, string: nil)),
         ]
         var provider = sluice_provider_t()
         var error = sluice_error_t()

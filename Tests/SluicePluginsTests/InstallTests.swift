@@ -21,7 +21,7 @@ import Testing
             "/bin/bash", [Plugins.packageRoot.appendingPathComponent("scripts/install").path,
                           "--bin-path", CommandRunner.productsFolder.path, "--no-man", prefix.path])
         try #require(install.status == 0, "\(install.standardError)")
-        for file in ["bin/sluice", "lib/sluice/plugins/libsluice-ducker.so", "include/sluice/sluice.h",
+        for file in ["bin/sluice", "lib/sluice/plugins/libsluice-ducker.so", "lib/sluice/plugins/sluice-espeak-engine", "include/sluice/sluice.h",
                      "include/sluice/common.h", "lib/pkgconfig/sluice-plugin.pc", "share/sluice/examples/ducker/ducker.c",
                      "share/bash-completion/completions/sluice", "share/zsh/site-functions/_sluice",
                      "share/fish/vendor_completions.d/sluice.fish", "lib/systemd/user/sluice@.service",

@@ -139,6 +139,14 @@ public final class StreamInputTestServer: Sendable {
     }
 
     deinit {
+        // A handler's brief strong reference (its `server` is weak) may be the last one, so
+        // this can run on the group's own thread, where waiting for the group traps: there,
+        // close and shut down without waiting.
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil {
+            channel.close(promise: nil)
+            group.shutdownGracefully { _ in }
+            return
+        }
         try? channel.close().wait()
         try? group.syncShutdownGracefully()
     }
