@@ -74,6 +74,9 @@ static int engine_count = 1;
 static int open_instances = 0;
 /* A helper failed to start: no more are tried until the last instance closes. */
 static bool helpers_broken = false;
+/* The process is exiting (engines_at_exit ran): helpers are being reaped there. */
+static bool exiting = false;
+static bool exit_hook_installed = false;
 static engine_waiter_t *queue_head = NULL;
 static engine_waiter_t *queue_tail = NULL;
 static atomic_int waiter_count = 0;
@@ -204,19 +207,54 @@ static bool receive_all(int socket, void *bytes, size_t size) {
  * in the middle of something) and describes how it ended into `how`. */
 static void helper_stop(espeak_engine_t *engine, bool kill_it, char *how, size_t how_size) {
     if (!engine->running) return;
-    if (kill_it) kill(engine->pid, SIGKILL);
-    close(engine->socket);
-    int status = 0;
-    pid_t reaped;
-    while ((reaped = waitpid(engine->pid, &status, 0)) < 0 && errno == EINTR) {}
-    if (how != NULL) {
-        if (reaped != engine->pid) snprintf(how, how_size, "ended");
-        else if (WIFSIGNALED(status)) snprintf(how, how_size, "was killed by signal %d", WTERMSIG(status));
-        else snprintf(how, how_size, "exited with status %d", WEXITSTATUS(status));
-    }
+    /* Under the lock, so engines_at_exit sees a helper whole or not at all. */
+    pthread_mutex_lock(&engines_mutex);
+    const pid_t pid = engine->pid;
+    const int socket = engine->socket;
     engine->running = false;
     engine->socket = -1;
     engine->pid = 0;
+    /* Exiting, engines_at_exit may have reaped it already: its pid may be another's now. */
+    const bool may_kill = kill_it && !exiting;
+    pthread_mutex_unlock(&engines_mutex);
+    if (may_kill) kill(pid, SIGKILL);
+    close(socket);
+    int status = 0;
+    pid_t reaped;
+    while ((reaped = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+    if (how != NULL) {
+        if (reaped != pid) snprintf(how, how_size, "ended");
+        else if (WIFSIGNALED(status)) snprintf(how, how_size, "was killed by signal %d", WTERMSIG(status));
+        else snprintf(how, how_size, "exited with status %d", WEXITSTATUS(status));
+    }
+}
+
+/* At the host's exit (which need not destroy its nodes first): every helper's socket is shut,
+ * so it ends at its next read or write, and it is reaped here, so its CPU time counts in the
+ * host's (wait4, `time`) and no orphan outlives the host. One still there after a second is
+ * killed. */
+static void engines_at_exit(void) {
+    pid_t pids[ENGINES_MAX];
+    int count = 0;
+    pthread_mutex_lock(&engines_mutex);
+    exiting = true;
+    for (int index = 1; index < engine_count; index++) {
+        if (!engines[index].running) continue;
+        shutdown(engines[index].socket, SHUT_RDWR);
+        pids[count++] = engines[index].pid;
+    }
+    pthread_mutex_unlock(&engines_mutex);
+    for (int index = 0; index < count; index++) {
+        for (int attempt = 0; attempt < 100; attempt++) {
+            const pid_t reaped = waitpid(pids[index], NULL, WNOHANG);
+            if (reaped != 0) break; /* reaped, or not ours to reap any more */
+            if (attempt == 99) {
+                kill(pids[index], SIGKILL);
+                waitpid(pids[index], NULL, 0);
+            }
+            usleep(10 * 1000);
+        }
+    }
 }
 
 /* [holder] Starts `engine`'s helper process and waits for its READY; false with `why`. */
@@ -258,9 +296,12 @@ static bool helper_start(espeak_engine_t *engine, char *why, size_t why_size) {
         snprintf(why, why_size, "cannot run '%s': %s", helper_path, strerror(spawned));
         return false;
     }
+    pthread_mutex_lock(&engines_mutex);
     engine->pid = pid;
     engine->socket = pair[0];
     engine->running = true;
+    if (!exit_hook_installed) exit_hook_installed = atexit(engines_at_exit) == 0;
+    pthread_mutex_unlock(&engines_mutex);
     engine_header_t header;
     engine_ready_t ready;
     if (!receive_all(engine->socket, &header, sizeof header) || header.type != ENGINE_READY ||
