@@ -463,7 +463,11 @@ static void wait_briefly(pthread_cond_t *condition, pthread_mutex_t *mutex) {
 }
 
 int engines_open(int requested, sluice_error_t *error) {
-    long wanted = requested > 0 ? requested : sysconf(_SC_NPROCESSORS_ONLN);
+    /* Auto: one per online processor but one, which the host's own threads need (its JACK
+     * thread and the worker running every voice's nodes). With one per processor on two
+     * cores, 128 voices underran 1132 times where the host's engine alone played them clean
+     * (docs/providers/espeak.md). */
+    long wanted = requested > 0 ? requested : sysconf(_SC_NPROCESSORS_ONLN) - 1;
     if (wanted < 1) wanted = 1;
     if (wanted > ENGINES_MAX) wanted = ENGINES_MAX;
     if (wanted > 1 && (helper_path[0] == '\0' || access(helper_path, X_OK) != 0)) {

@@ -33,7 +33,7 @@ void engines_locate_helper(const char *plugin_path);
 int engines_initialise(void);
 
 /* [control-thread] An instance counts itself in. Returns how many engines it may use: `engines`
- * (0: one per online processor; at most 64), or 1 when that is 0 and the helper cannot be
+ * (0: one per online processor but one; at most 64), or 1 when that is 0 and the helper cannot be
  * run. 0, with `error`, when `engines` is 2 or more and the helper cannot be run. */
 int engines_open(int engines, sluice_error_t *error);
 /* [control-thread] An instance counts itself out; after the last, the helpers end. */

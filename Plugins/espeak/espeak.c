@@ -71,7 +71,7 @@ static const sluice_param_descriptor_t espeak_params[] = {
      "Most audio synthesised ahead of the graph; synthesis waits while this much is unread.",
      sizeof(sluice_param_descriptor_t), 0},
     {"engines", SLUICE_PARAM_INTEGER, 0, 64, NULL, 0, false, true, {0, 0, false, NULL}, NULL,
-     "Most espeak-ng engines this voice may use, for many voices: 1 is the process's own only; more lets it start or share engine processes when the others are busy; 0 is one per processor.",
+     "Most espeak-ng engines this voice may use, for many voices: 1 is the process's own only; more lets it start or share engine processes when the others are busy; 0 is one per processor but one.",
      sizeof(sluice_param_descriptor_t), 0},
 };
 

@@ -214,6 +214,23 @@ extension EspeakProviderTests {
             stalled.destroy()
         }
 
+        @Test("engines: 0, the default, is one engine per processor but one: on two cores a voice that finds the process's engine busy waits for it rather than start an engine process")
+        func defaultLeavesTheHostACore() throws {
+            let processors = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+            let stalled = try Self.stalledVoice(engines: 0)
+            let second = try RawEspeak(voice: "en-us", engines: 0)
+            second.say(EspeakProviderTests.sentence)
+            second.endText()
+            let reading = try second.readToEnd()
+            #expect(reading.events == [.utteranceEnd, .end] && reading.bytes > 22_050 / 2)
+            // One engine process is allowed from three processors up; on two, none.
+            #expect(second.counters()["helper-utterances"] == (processors > 2 ? 1 : 0), "\(processors) processors")
+            let rest = try stalled.readToEnd()
+            #expect(rest.events == [.utteranceEnd, .end])
+            second.destroy()
+            stalled.destroy()
+        }
+
         @Test("an engine process killed mid-utterance fails that utterance with engine-ended after its audio so far; the next voice gets a new one")
         func helperKilledMidUtterance() throws {
             let stalled = try Self.stalledVoice(engines: 2)
