@@ -12,6 +12,13 @@ func sluiceJackProcess(_ nframes: jack_nframes_t, _ argument: UnsafeMutableRawPo
     return 0
 }
 
+/// [audio-thread] The frame time at the current period's start, for a playhead stamping an
+/// event (`DeviceClock`); the argument is the client.
+func sluiceJackFrameTime(_ argument: UnsafeMutableRawPointer?) -> UInt64 {
+    // SAFETY: `argument` is the jack_client_t*, open while the engine is installed.
+    UInt64(jack_last_frame_time(OpaquePointer(argument)))
+}
+
 /// [notification-thread] An xrun: only counts.
 func sluiceJackXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
     // SAFETY: as for the process callback.

@@ -62,6 +62,10 @@ final class JackCycleEngine: @unchecked Sendable {
         scratch.initialize(repeating: 0, count: Self.maximumFrames * widest)
         durations = .allocate(capacity: Self.durationCapacity)
         durations.initialize(repeating: 0, count: Self.durationCapacity)
+        // The sinks' events are stamped with JACK's frame time, read only when a period
+        // posts one: most do not, and the read touches the server's shared memory.
+        let clock = DeviceClock(read: sluiceJackFrameTime, context: UnsafeMutableRawPointer(client))
+        for index in playbackIndices { cycle.playhead(index).deviceClock = clock }
     }
 
     deinit {
@@ -96,20 +100,20 @@ final class JackCycleEngine: @unchecked Sendable {
         defer { hooks?.exit() }
         let started = nanoseconds()
         let frames = Int(nframes)
-        callbacks.add(1, ordering: .relaxed)
+        // One writer (this thread): a plain store, not a locked read-modify-write.
+        callbacks.store(callbacks.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
         guard frames <= Self.maximumFrames, rendering.load(ordering: .acquiring) else {
             if frames > Self.maximumFrames { oversizedPeriods.add(1, ordering: .relaxed) }
             silenceOutputs(nframes)
             return
         }
-        let deviceTime = UInt64(jack_last_frame_time(client))
         // SAFETY: the cycle outlives activation (see `cycle`); the guaranteed reference keeps
         // retain/release off the real-time thread.
         cycle._withUnsafeGuaranteedRef { cycle in
             for endpoint in 0..<capture.count { capture(endpoint, cycle: cycle, nframes: nframes) }
             for endpoint in 0..<playback.count { preparePlayback(endpoint, cycle: cycle, nframes: nframes) }
             cycle.process(frames: frames)
-            for endpoint in 0..<playback.count { play(endpoint, cycle: cycle, nframes: nframes, deviceTime: deviceTime) }
+            for endpoint in 0..<playback.count { play(endpoint, cycle: cycle, nframes: nframes) }
         }
         let elapsed = nanoseconds() &- started
         let count = durationCount.load(ordering: .relaxed)
@@ -191,17 +195,17 @@ final class JackCycleEngine: @unchecked Sendable {
     /// [audio-thread] Renders a device sink's playhead and spreads it over its ports; a sink
     /// whose ports an earlier sink wrote this period (sinks sharing ports) adds to them.
     @inline(__always)
-    private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t, deviceTime: UInt64) {
+    private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
         let frames = Int(nframes)
         let channels = playback.channels[endpoint]
         let adding = playback.mixes[endpoint]
         if let buffer = playback.buffers[endpoint] {
             // One port: the playhead renders straight into JACK's buffer (where a direct
             // section's nodes may have written the period already).
-            cycle.render(playback.indices[endpoint], into: buffer, frames: frames, deviceTime: deviceTime)
+            cycle.render(playback.indices[endpoint], into: buffer, frames: frames)
             return
         }
-        cycle.render(playback.indices[endpoint], into: scratch, frames: frames, deviceTime: deviceTime)
+        cycle.render(playback.indices[endpoint], into: scratch, frames: frames)
         for channel in 0..<channels {
             guard let port = playback.ports[playback.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
             // SAFETY: JACK hands a buffer of `nframes` samples for an audio port (for a sink

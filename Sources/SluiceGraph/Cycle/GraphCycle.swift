@@ -234,7 +234,7 @@ public final class GraphCycle: @unchecked Sendable {
     public func process(frames: Int) {
         threadCheck.enter()
         defer { threadCheck.exit() }
-        periodCount.add(1, ordering: .relaxed)
+        periodCount.store(periodCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
         // The direct section and the rest share no link, so either may go first.
         directRef?._withUnsafeGuaranteedRef { $0.process(frames: frames) }
         guard processorCount > 0 else { return }
@@ -277,14 +277,13 @@ public final class GraphCycle: @unchecked Sendable {
 
     /// [audio-thread] Renders device sink `index` into `output` (`frames` interleaved frames).
     ///
-    /// - Parameter deviceTime: the device's clock at the period's first frame.
     /// - Returns: whether that sink's stream has finished.
     @discardableResult
-    public func render(_ index: Int, into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64) -> Bool {
+    public func render(_ index: Int, into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         let playback = playbackRecords[index]
         let link = playback.link
         guard link >= 0, let directRef else {
-            return playback.playhead._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames, deviceTime: deviceTime) }
+            return playback.playhead._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames) }
         }
         // The direct section made the period: in `output` already when the sink's link was
         // bound to it, else in the link's buffer.
@@ -293,6 +292,6 @@ public final class GraphCycle: @unchecked Sendable {
             if made != output { output.update(from: made, count: frames * direct.channels(link)) }
             direct.unbind(link)
         }
-        return playback.playhead._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames, deviceTime: deviceTime) }
+        return playback.playhead._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames) }
     }
 }

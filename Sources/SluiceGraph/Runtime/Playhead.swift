@@ -62,8 +62,10 @@ public final class Playhead: @unchecked Sendable {
     /// device input and this sink, in the cycle, so the output is the input delayed by
     /// exactly what the nodes declare (`Node.latencyFrames`).
     private var prerollRemaining: Int
-    /// The device clock at the first frame of the period being rendered.
+    /// The device clock at the first frame of the period being rendered; read from
+    /// `deviceClock` only when the period posts an event (`periodDeviceTimeKnown`).
     private var periodDeviceTime: UInt64 = 0
+    private var periodDeviceTimeKnown = true
     private var periodDeviceStart = 0
     private var markers: RingConsumer<Marker>
     private var events: RingProducer<DrainEvent>
@@ -89,6 +91,10 @@ public final class Playhead: @unchecked Sendable {
 
     /// Debug builds: `render` runs on one thread at a time.
     private let renderCheck = ThreadTagCheck("Playhead.render")
+
+    /// The device's clock, which events are stamped with (`DrainEvent.deviceTime`); nil
+    /// counts device frames. Set [control-thread] before the device starts.
+    public var deviceClock: DeviceClock?
 
     /// Markers the playhead holds while it waits to reach their positions.
     static let heldMarkerCapacity = 256
@@ -228,26 +234,29 @@ public final class Playhead: @unchecked Sendable {
         return available >= needed
     }
 
-    /// [audio-thread] Notes where the period starts on the device's clock, for the events it
-    /// posts; returns its first device frame.
+    /// [audio-thread] Notes where the period starts, for the events it posts; returns its
+    /// first device frame. The device's clock is read only if an event is posted: most
+    /// periods post none, and reading JACK's clock touches the server's shared memory.
     @inline(__always)
-    private func beginPeriod(deviceTime: UInt64?) -> Int {
+    private func beginPeriod() -> Int {
         let deviceStart = deviceFramesValue.load(ordering: .relaxed)
         periodDeviceStart = deviceStart
-        periodDeviceTime = deviceTime ?? UInt64(deviceStart)
+        if deviceClock == nil {
+            periodDeviceTime = UInt64(deviceStart)
+        } else {
+            periodDeviceTimeKnown = false
+        }
         return deviceStart
     }
 
     /// [audio-thread] Renders `frames` interleaved frames into `output`.
     ///
-    /// - Parameter deviceTime: the device's clock at the period's first frame (JACK's
-    ///   `jack_last_frame_time`); nil counts device frames.
     /// - Returns: whether the stream has finished (played out or cancelled).
     @discardableResult
-    public func render(into output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64? = nil) -> Bool {
+    public func render(into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         renderCheck.enter()
         defer { renderCheck.exit() }
-        let deviceStart = beginPeriod(deviceTime: deviceTime)
+        let deviceStart = beginPeriod()
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!
         guard current != .finished else {
@@ -327,10 +336,10 @@ public final class Playhead: @unchecked Sendable {
     ///
     /// - Returns: whether the stream has finished (cancelled).
     @discardableResult
-    public func renderInPlace(_ output: UnsafeMutablePointer<Float>, frames: Int, deviceTime: UInt64? = nil) -> Bool {
+    public func renderInPlace(_ output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         renderCheck.enter()
         defer { renderCheck.exit() }
-        let deviceStart = beginPeriod(deviceTime: deviceTime)
+        let deviceStart = beginPeriod()
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!
         guard current != .finished else {
@@ -629,6 +638,10 @@ public final class Playhead: @unchecked Sendable {
     }
 
     private func post(_ kind: DrainEvent.Kind, deviceFrame: Int, streamFrame: Int, marker: Marker? = nil) {
+        if !periodDeviceTimeKnown, let deviceClock {
+            periodDeviceTime = deviceClock.read(deviceClock.context)
+            periodDeviceTimeKnown = true
+        }
         let deviceTime = periodDeviceTime &+ UInt64(max(0, deviceFrame - periodDeviceStart))
         if !events.push(DrainEvent(kind: kind, deviceFrame: deviceFrame, streamFrame: streamFrame, deviceTime: deviceTime, marker: marker)) {
             droppedEventsValue.add(1, ordering: .relaxed)
@@ -661,3 +674,15 @@ public final class Playhead: @unchecked Sendable {
     }
 }
 
+/// A device's clock as a playhead reads it when it stamps an event: a C function of one
+/// context pointer, so reading it on the device thread retains nothing (JACK's device passes
+/// `jack_last_frame_time` of its client: the frame time at the period's start).
+public struct DeviceClock: @unchecked Sendable {
+    public let read: @convention(c) (UnsafeMutableRawPointer?) -> UInt64
+    public let context: UnsafeMutableRawPointer?
+
+    public init(read: @convention(c) (UnsafeMutableRawPointer?) -> UInt64, context: UnsafeMutableRawPointer?) {
+        self.read = read
+        self.context = context
+    }
+}
