@@ -202,7 +202,7 @@ import Testing
     /// then stops the chain and returns what a `channels`-channel recorder heard.
     func recordTone(
         _ stem: String, channels: Int, tone: String, server: JackTestServer,
-        chain yaml: (String) -> String, during: (LiveRun) throws -> Void = { _ in }
+        chain yaml: (String) -> String, during: (_ chain: LiveRun, _ feed: LiveRun) throws -> Void = { _, _ in }
     ) throws -> (recording: ToneRecording, chain: CompiledGraph) {
         let name = clientName(stem)
         let recorder = try JackRecorder(
@@ -217,7 +217,7 @@ import Testing
         feedDescription.playback = PlaybackSettings(strategy: .stream, client: clientName("feed"))
         let feed = try LiveRun(graph: GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(feedDescription))
         try feed.start()
-        try during(chainRun)
+        try during(chainRun, feed)
         _ = try feed.wait()
         sleep(seconds: 0.1)
         chainRun.cancel()
@@ -350,9 +350,14 @@ import Testing
                 links: [in -> gain -> out]
                 playback: { client: \(name) }
                 """
-            }, during: { chainRun in
-                sleep(seconds: 0.2)
-                // Where the stream is now, then a change timed a little later, off the period grid.
+            }, during: { chainRun, feed in
+                // Once the tone plays into the chain (a loaded machine may start the feeder late,
+                // and a change timed before the tone would land on silence), where the stream is
+                // now, then a change timed a little later, off the period grid.
+                let feeding = try #require(feed.primaryPlayhead)
+                let deadline = Date().addingTimeInterval(10)
+                while feeding.playedFrames == 0 && Date() < deadline { sleep(seconds: 0.005) }
+                try #require(feeding.playedFrames > 0, "the tone never started")
                 let now = try #require(try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(1), timeout: 5).frame)
                 timed = now + server.sampleRate / 10 + server.periodFrames / 2 + 7
                 applied = try chainRun.parameters.set(node: "gain", parameter: "gain", value: .number(0.5), atFrame: timed, timeout: 5)
