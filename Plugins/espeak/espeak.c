@@ -364,7 +364,12 @@ static void *synthesis_thread(void *argument) {
     espeak_provider_t *self = (espeak_provider_t *)argument;
     pthread_mutex_lock(&self->lock);
     for (;;) {
-        while (!should_stop(self) && (self->pending == NULL || !self->pending->complete)) {
+        /* The next utterance takes an engine only once what the last one spilled has been read
+         * (`read` signals `changed`): otherwise a voice that finds the engine free again runs
+         * ahead into the overflow utterance after utterance, and under contention each voice
+         * held most of its text (1.2 MB each at 128 voices). */
+        while (!should_stop(self) &&
+               (self->pending == NULL || !self->pending->complete || self->overflow_count > 0)) {
             wait_briefly(&self->changed, &self->lock);
         }
         if (should_stop(self)) break;

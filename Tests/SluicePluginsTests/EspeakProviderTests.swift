@@ -507,6 +507,35 @@ import Testing
         #expect(Self.sameLength(reading.bytes / 2, reference.count), "\(reading.bytes / 2) vs \(reference.count) samples")
         #expect(Self.peak(reading.samples) > 0.1)
     }
+
+    @Test("under contention a voice's overflow holds at most its current utterance: the next one takes an engine only once the overflow has been read")
+    func overflowHoldsOneUtterance() throws {
+        let first = "This voice speaks a long sentence while nobody reads it, so its small ring fills at once and the rest must wait somewhere."
+        let texts = [first, "A second sentence follows, which must not be made while the first still waits in memory.", "And a third."]
+        let reference = try Self.render("buffer: 0.1", [first]).0
+        let stalled = try RawEspeak(buffer: 0.1, engines: 1)
+        for text in texts { stalled.say(text) }
+        stalled.endText()
+        try stalled.waitUntil { $0["peak-buffered-bytes"]! > 0 }
+        // Another voice asks for the engine: the holder spills the rest of its utterance.
+        let other = try RawEspeak(voice: "en-us", rate: 250, engines: 1)
+        other.say("Short.")
+        other.endText()
+        #expect(try other.readToEnd(timeout: 20).bytes > 0)
+        // Time in which a voice allowed to run ahead makes its other two sentences (espeak-ng
+        // makes them in a few milliseconds) into the overflow.
+        usleep(500_000)
+        let held = stalled.counters()
+        #expect(held["utterances-synthesised"] == 1, "\(held)")
+        let overflow = try #require(held["peak-overflow-bytes"])
+        #expect(overflow > 0 && Double(overflow) <= Double(reference.count * 2) * 1.05, "\(overflow) bytes; the first sentence is \(reference.count * 2)")
+        // Read, the voice makes the rest, in order.
+        let reading = try stalled.readToEnd()
+        #expect(reading.events == [.utteranceEnd, .utteranceEnd, .utteranceEnd, .end])
+        #expect(stalled.counters()["utterances-synthesised"] == 3)
+        stalled.destroy()
+        other.destroy()
+    }
 }
 
 /// One espeak instance driven through its C vtable, as the host drives a provider, for the
