@@ -17,7 +17,8 @@ import Synchronization
 /// A step passes when every process ends well (JACK holds a limited number of clients, so
 /// past it some pipelines cannot start) and it plays through with 0 xruns (counted by a watching client's xrun
 /// callback, which JACK calls in every client) and, for Sluice, 0 underruns in any voice
-/// (`--stats json`). Each side climbs until its first failing step; the figure is the
+/// (`--stats json`), in one of `attempts` tries (3 by default, the same for both sides). Each
+/// side climbs until its first failing step; the figure is the
 /// largest passing N of each. CPU per stream (the processes' CPU time ÷ N ÷ audio seconds)
 /// is noted for each step.
 enum DensitySuite {
@@ -26,6 +27,13 @@ enum DensitySuite {
         ProcessInfo.processInfo.environment["SLUICE_BENCH_DENSITY_STEPS"]
             .map { $0.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
             ?? [8, 16, 32, 48, 64, 96, 128, 192, 256]
+    }
+    /// Tries at each step and side (`SLUICE_BENCH_DENSITY_ATTEMPTS`, default 3): a step passes
+    /// when one of them plays clean. On a shared VM the dummy driver's timer sometimes wakes a
+    /// couple of milliseconds late (jackd logs `JackTimedDriver::Process XRun = 1953 usec`),
+    /// an xrun no client caused and the idle server never shows; both sides get the same tries.
+    static var attempts: Int {
+        ProcessInfo.processInfo.environment["SLUICE_BENCH_DENSITY_ATTEMPTS"].flatMap(Int.init).map { max(1, $0) } ?? 3
     }
     /// Seconds of speech per voice (`SLUICE_BENCH_DENSITY_SECONDS` shortens a trial).
     static var seconds: Double {
@@ -65,16 +73,22 @@ enum DensitySuite {
         defer { watcher.close() }
         var sluiceSteps: [Step] = []
         for streams in steps {
-            let step = sluiceStep(streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher)
+            let step = firstClean {
+                let step = sluiceStep(streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher)
+                note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns\(step.failedProcesses > 0 ? ", the run failed" : ""), CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+                return step
+            }
             sluiceSteps.append(step)
-            note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns\(step.failedProcesses > 0 ? ", the run failed" : ""), CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
             if !step.passed { break }
         }
         var gstSteps: [Step] = []
         for streams in steps {
-            let step = gstStep(streams: streams, wav: wav, server: server, watcher: watcher)
+            let step = firstClean {
+                let step = gstStep(streams: streams, wav: wav, server: server, watcher: watcher)
+                note("gst-launch-1.0, \(streams) pipelines: \(step.xruns) xruns, \(step.failedProcesses) failed to run, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+                return step
+            }
             gstSteps.append(step)
-            note("gst-launch-1.0, \(streams) pipelines: \(step.xruns) xruns, \(step.failedProcesses) failed to run, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
             if !step.passed { break }
         }
         let sluiceBest = sluiceSteps.filter(\.passed).map(\.streams).max() ?? 0
@@ -89,12 +103,24 @@ enum DensitySuite {
             goalMet: sluiceBest >= 64 && sluiceBest > gstBest,
             extras: [
                 ("seconds", seconds),
+                ("attempts_per_step", Double(attempts)),
                 ("sluice_cpu_ms_per_stream_second", cpu(sluiceSteps, at: sluiceBest)),
                 ("reference_cpu_ms_per_stream_second", cpu(gstSteps, at: min(gstBest, sluiceBest))),
                 ("sluice_first_failing", Double(sluiceSteps.last { !$0.passed }?.streams ?? 0)),
                 ("reference_first_failing", Double(gstSteps.last { !$0.passed }?.streams ?? 0)),
             ]
         ).emit()
+    }
+
+    /// Runs a step up to `attempts` times; the first clean try, or the last.
+    static func firstClean(_ attempt: () -> Step) -> Step {
+        var step = attempt()
+        var tries = 1
+        while !step.passed && tries < attempts {
+            step = attempt()
+            tries += 1
+        }
+        return step
     }
 
     // MARK: The two sides
