@@ -71,25 +71,15 @@ enum DensitySuite {
 
         let watcher = XrunWatcher(server: server.name)
         defer { watcher.close() }
-        var sluiceSteps: [Step] = []
-        for streams in steps {
-            let step = firstClean {
-                let step = sluiceStep(streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher)
-                note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns\(step.failedProcesses > 0 ? ", the run failed" : ""), CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
-                return step
-            }
-            sluiceSteps.append(step)
-            if !step.passed { break }
+        let sluiceSteps = climb { streams in
+            let step = sluiceStep(streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher)
+            note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns\(step.failedProcesses > 0 ? ", the run failed" : ""), CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+            return step
         }
-        var gstSteps: [Step] = []
-        for streams in steps {
-            let step = firstClean {
-                let step = gstStep(streams: streams, wav: wav, server: server, watcher: watcher)
-                note("gst-launch-1.0, \(streams) pipelines: \(step.xruns) xruns, \(step.failedProcesses) failed to run, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
-                return step
-            }
-            gstSteps.append(step)
-            if !step.passed { break }
+        let gstSteps = climb { streams in
+            let step = gstStep(streams: streams, wav: wav, server: server, watcher: watcher)
+            note("gst-launch-1.0, \(streams) pipelines: \(step.xruns) xruns, \(step.failedProcesses) failed to run, CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
+            return step
         }
         let sluiceBest = sluiceSteps.filter(\.passed).map(\.streams).max() ?? 0
         let gstBest = gstSteps.filter(\.passed).map(\.streams).max() ?? 0
@@ -112,15 +102,21 @@ enum DensitySuite {
         ).emit()
     }
 
-    /// Runs a step up to `attempts` times; the first clean try, or the last.
-    static func firstClean(_ attempt: () -> Step) -> Step {
-        var step = attempt()
-        var tries = 1
-        while !step.passed && tries < attempts {
-            step = attempt()
-            tries += 1
+    /// One side's climb: each of `steps` tried up to `attempts` times (the first clean try, or
+    /// the last), until a step fails every try.
+    static func climb(_ attempt: (Int) -> Step) -> [Step] {
+        var climbed: [Step] = []
+        for streams in steps {
+            var step = attempt(streams)
+            var tries = 1
+            while !step.passed && tries < attempts {
+                step = attempt(streams)
+                tries += 1
+            }
+            climbed.append(step)
+            if !step.passed { break }
         }
-        return step
+        return climbed
     }
 
     // MARK: The two sides
