@@ -71,6 +71,8 @@ enum DensitySuite {
 
         let watcher = XrunWatcher(server: server.name)
         defer { watcher.close() }
+        let hostXruns = hostControl(server: server, watcher: watcher)
+        note("control: jack-passthrough beside \(busyLoops) busy loops for \(format(seconds)) s: \(hostXruns) xruns (the host's own, under load)")
         let sluiceSteps = climb { streams in
             let step = sluiceStep(streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher)
             note("sluice, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns\(step.failedProcesses > 0 ? ", the run failed" : ""), CPU \(format(step.cpuPerStream * 1_000)) ms per stream-second")
@@ -98,8 +100,35 @@ enum DensitySuite {
                 ("reference_cpu_ms_per_stream_second", cpu(gstSteps, at: min(gstBest, sluiceBest))),
                 ("sluice_first_failing", Double(sluiceSteps.last { !$0.passed }?.streams ?? 0)),
                 ("reference_first_failing", Double(gstSteps.last { !$0.passed }?.streams ?? 0)),
+                ("host_control_xruns", Double(hostXruns)),
             ]
         ).emit()
+    }
+
+    /// One busy loop per processor: what a step's synthesis and decoding do to the cores at
+    /// their busiest.
+    static var busyLoops: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    /// The xruns the host causes by itself: `jack-passthrough` (the C reference client, a
+    /// copy a period) for a step's length beside a busy loop on every core. On a VM whose busy
+    /// vCPUs are now and then taken away for milliseconds, the server's timer wakes late and a
+    /// cycle is missed whatever the clients do; a step failing with about this many xruns says
+    /// more about the host than about either side.
+    static func hostControl(server: BenchServer, watcher: XrunWatcher) -> Int {
+        let passThrough = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("jack-passthrough").path
+        let loops = (0..<busyLoops).map { _ in ChildProcess.start(["sh", "-c", "while :; do :; done"]) }
+        watcher.reset()
+        let client = ChildProcess.start(
+            [passThrough, "--server", server.name, "--client", "host-control", "--seconds", String(seconds)],
+            streams: .init(outputPath: "/dev/null"))
+        let exit = client.wait()
+        let xruns = watcher.xruns
+        for loop in loops {
+            loop.signal(SIGKILL)
+            _ = loop.wait()
+        }
+        if !exit.exited(with: 0) { fail("jack-passthrough, the host control, failed") }
+        return xruns
     }
 
     /// One side's climb: each of `steps` tried up to `attempts` times (the first clean try, or
