@@ -115,7 +115,7 @@ enum DensitySuite {
     /// cycle is missed whatever the clients do; a step failing with about this many xruns says
     /// more about the host than about either side.
     static func hostControl(server: BenchServer, watcher: XrunWatcher) -> Int {
-        let passThrough = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("jack-passthrough").path
+        let passThrough = programBesideHarness("jack-passthrough", builtBy: "density")
         let loops = (0..<busyLoops).map { _ in ChildProcess.start(["sh", "-c", "while :; do :; done"]) }
         watcher.reset()
         let client = ChildProcess.start(

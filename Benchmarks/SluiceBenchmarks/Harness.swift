@@ -6,6 +6,21 @@ import Foundation
 // MARK: - Clock
 
 /// Seconds on CLOCK_MONOTONIC: never jumps with wall-clock changes.
+/// The folder this harness runs from: scripts/bench builds every program and plugin a suite
+/// runs (`sluice`, the C reference clients, the release plugins) into it.
+var harnessFolder: String {
+    URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
+}
+
+/// `name` built beside the harness; fails naming the `scripts/bench` suite that builds it.
+func programBesideHarness(_ name: String, builtBy suite: String) -> String {
+    let path = "\(harnessFolder)/\(name)"
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        fail("\(path) is missing: scripts/bench \(suite) builds it (swift build -c release --product \(name))")
+    }
+    return path
+}
+
 func monotonicSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)

@@ -337,7 +337,7 @@ struct Tools {
     let impulseProbe: String
 
     static func locate() -> Tools {
-        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+        let folder = harnessFolder
         let tools = Tools(
             sluicePath: "\(folder)/sluice", copyClient: "\(folder)/jack-copy-client",
             passThrough: "\(folder)/jack-passthrough", impulseProbe: "\(folder)/jack-impulse-probe")

@@ -42,7 +42,7 @@ enum ProvidersSuite {
 
     /// The folder holding this benchmark executable, and the release plugins built with it.
     static var productsFolder: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        URL(fileURLWithPath: harnessFolder)
     }
 
     /// Seconds to read the whole stream through a fresh provider node.

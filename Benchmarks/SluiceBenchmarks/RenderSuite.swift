@@ -204,7 +204,7 @@ enum RenderSuite {
 
     /// `sluice` built beside this executable (scripts/bench render builds it).
     static func locateSluice() -> String {
-        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
+        let folder = harnessFolder
         guard FileManager.default.fileExists(atPath: "\(folder)/sluice") else {
             fail("\(folder)/sluice is missing: scripts/bench render builds it (swift build -c release --product sluice)")
         }

@@ -357,7 +357,7 @@ enum SpeechSuite {
     /// `sluice` built beside this executable, with the espeak plugin it loads from the same
     /// folder.
     static func locateSluice() -> String {
-        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
+        let folder = harnessFolder
         for file in ["sluice", "libsluice-espeak.so"] where !FileManager.default.fileExists(atPath: "\(folder)/\(file)") {
             fail("\(folder)/\(file) is missing: scripts/bench speech builds it (swift build -c release --product \(file == "sluice" ? "sluice" : "sluice-espeak"))")
         }
