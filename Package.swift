@@ -66,6 +66,26 @@ let staticStdlibPluginFlags = staticStdlib ? ["-static-stdlib"] : []
 /// the library into an archive nothing is taken from: the plugin needs no Swift runtime.
 let cPluginLinkerFlags: [String] = staticStdlib ? ["-nostartfiles", "-static-stdlib"] : []
 
+/// The modules whose code runs in the JACK callback, as release builds compile them:
+/// - no dynamic exclusivity checks (each ring operation on a class's stored ring was a
+///   `swift_beginAccess` with a thread-local lookup in the callback); debug builds, which the
+///   tests run, keep them;
+/// - each function in a section of its own, so the link can lay what the callback runs out
+///   together (`realtimeLayoutLinkerSettings`).
+let realtimeModuleSettings: [SwiftSetting] = [
+    .unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-function-sections"], .when(configuration: .release))
+]
+
+/// The executables that host a graph's JACK client, as release builds link them: gold puts
+/// the functions linker/realtime-layout.txt lists into one stretch of code, so a period
+/// touches a few code pages instead of one or more per module (docs/benchmarks.md, "Hot code
+/// together"); scripts/check-realtime-layout checks the built tool against the list.
+let realtimeLayoutLinkerSettings: [LinkerSetting] = [
+    .unsafeFlags(
+        ["-Xlinker", "--section-ordering-file=\(Context.packageDirectory)/linker/realtime-layout.txt"],
+        .when(configuration: .release))
+]
+
 let package = Package(
     name: "Sluice",
     products: [
@@ -133,27 +153,19 @@ let package = Package(
         systemLibrary("CLiblo", pkgConfig: "liblo", apt: "liblo-dev"),
 
         // MARK: Library modules
-        .target(name: "SluiceRT"),
+        .target(name: "SluiceRT", swiftSettings: realtimeModuleSettings),
         .target(name: "SluiceAudio"),
-        // Release builds drop the dynamic exclusivity checks of the real-time path here and in
-        // SluiceNodes and SluiceJACK (each ring
-        // operation on a class's stored ring was a `swift_beginAccess` with a thread-local
-        // lookup in the JACK callback); debug builds, which the tests run, keep them.
-        .target(
-            name: "SluiceGraph", dependencies: ["SluiceRT", "SluiceAudio"],
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
-        ),
+        .target(name: "SluiceGraph", dependencies: ["SluiceRT", "SluiceAudio"], swiftSettings: realtimeModuleSettings),
         .target(
             name: "SluiceNodes",
             dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSpeexDSP", "CSndFile"],
-            // The built-in nodes run in the JACK cycle too (a fader's `process` was a
-            // `swift_beginAccess` and a thread-local lookup per period).
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            // The built-in nodes run in the JACK cycle too.
+            swiftSettings: realtimeModuleSettings
         ),
         .target(
             name: "SluiceJACK",
             dependencies: ["SluiceGraph", "SluiceRT", "SluiceAudio", "CJack", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            swiftSettings: realtimeModuleSettings
         ),
         .target(
             name: "SluiceConfig",
@@ -230,7 +242,8 @@ let package = Package(
                 "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluicePluginABI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            linkerSettings: realtimeLayoutLinkerSettings
         ),
 
         // MARK: Test support
