@@ -1,5 +1,6 @@
-// Shim over libjack for Swift. Swift cannot call C variadic functions, so the few that
-// Sluice needs get fixed-argument wrappers here.
+// Shim over libjack for Swift, and what Sluice's JACK callback needs from C. Swift cannot
+// call C variadic functions, so the few that Sluice needs get fixed-argument wrappers here;
+// nor has it a prefetch, which the callback issues for the memory a period reads.
 #ifndef SLUICE_CJACK_SHIM_H
 #define SLUICE_CJACK_SHIM_H
 
@@ -18,6 +19,11 @@ static inline jack_client_t *sluice_jack_client_open(const char *client_name,
                                 status, server_name);
     }
     return jack_client_open(client_name, options, status);
+}
+
+/// A hint that `address` will be read soon: the cache line is fetched without waiting for it.
+static inline void sluice_prefetch(const void *address) {
+    __builtin_prefetch(address, 0, 3);
 }
 
 #endif

@@ -47,6 +47,13 @@ final class JackCycleEngine: @unchecked Sendable {
     /// RealtimeSanitizer's enter/exit, in sanitizer runs only.
     private let hooks: JackRealtimeHooks?
 
+    /// The lines a period reads, fetched together at its start (`GraphCycle.periodLines`, and
+    /// the engine's own port tables): a cold callback's misses then overlap instead of each
+    /// waiting for the pointer read before it (measured: docs/benchmarks.md, "Hot code
+    /// together"). A prefetch never faults, and the objects outlive the engine anyway.
+    private let periodLines: UnsafeMutablePointer<UnsafeRawPointer>
+    private let periodLineCount: Int
+
     init(
         cycle: GraphCycle, client: OpaquePointer, sampleRate: Int,
         playbackChannels: [Int], playbackIndices: [Int], captureChannels: [Int], captureIndices: [Int]
@@ -62,6 +69,10 @@ final class JackCycleEngine: @unchecked Sendable {
         scratch.initialize(repeating: 0, count: Self.maximumFrames * widest)
         durations = .allocate(capacity: Self.durationCapacity)
         durations.initialize(repeating: 0, count: Self.durationCapacity)
+        let lines = cycle.periodLines + [playback.block, capture.block].map { UnsafeRawPointer($0) }
+        periodLines = .allocate(capacity: lines.count + 2)
+        periodLines.initialize(from: lines, count: lines.count)
+        periodLineCount = lines.count
         // The sinks' events are stamped with JACK's frame time, read only when a period
         // posts one: most do not, and the read touches the server's shared memory.
         let clock = DeviceClock(read: sluiceJackFrameTime, context: UnsafeMutableRawPointer(client))
@@ -73,6 +84,7 @@ final class JackCycleEngine: @unchecked Sendable {
         capture.deallocate()
         scratch.deallocate()
         durations.deallocate()
+        periodLines.deallocate()
     }
 
     /// [control-thread] Before activation.
@@ -99,6 +111,7 @@ final class JackCycleEngine: @unchecked Sendable {
         hooks?.enter()
         defer { hooks?.exit() }
         let started = nanoseconds()
+        for index in 0..<periodLineCount { sluice_prefetch(periodLines[index]) }
         let frames = Int(nframes)
         // One writer (this thread): a plain store, not a locked read-modify-write.
         callbacks.store(callbacks.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
@@ -351,7 +364,7 @@ private struct Side {
     let ports: UnsafeMutablePointer<OpaquePointer?>
     /// Per endpoint: it adds into ports an earlier endpoint writes (sinks sharing ports).
     let mixes: UnsafeMutablePointer<Bool>
-    private let block: UnsafeMutableRawPointer
+    let block: UnsafeMutableRawPointer
     /// Per port: the latency range last given to JACK for the mode it is set in (capture
     /// latency on playback ports, playback latency on capture ports). Only the latency
     /// callback's thread touches it (the control thread before activation), so apart.

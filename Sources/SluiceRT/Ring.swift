@@ -274,6 +274,10 @@ public struct RingConsumer<Element: BitwiseCopyable>: ~Copyable, @unchecked Send
         layout = RingLayout(core)
     }
 
+    /// [control-thread] The shared line the consumer reads to find new elements (the
+    /// producer's position).
+    public var producerPositionLine: UnsafeRawPointer { UnsafeRawPointer(layout.tail) }
+
     deinit {
         layout.leave()
     }

@@ -109,6 +109,16 @@ final class DirectSection {
         for step in steps { step.slot.resetPeriods() }
     }
 
+    /// [control-thread] The memory a period of the section reads.
+    var periodLines: [UnsafeRawPointer] {
+        var lines = [
+            UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), UnsafeRawPointer(links), UnsafeRawPointer(data),
+            UnsafeRawPointer(stepRecords), UnsafeRawPointer(stepLinks),
+        ]
+        for step in steps { lines += step.slot.periodLines }
+        return lines
+    }
+
     /// [control-thread] The names of the processors in the section, in order.
     var processorNames: [String] { steps.map(\.slot.name) }
 

@@ -144,6 +144,22 @@ public final class GraphCycle: @unchecked Sendable {
         }
     }
 
+    /// [control-thread] The memory a period reads, a line each: the cycle, its records, the
+    /// direct section, the processors and the playheads. A device fetches them all at the
+    /// start of a period (`sluice_prefetch`), so the misses of a cold callback overlap instead
+    /// of following each other's pointers.
+    public var periodLines: [UnsafeRawPointer] {
+        let start = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+        var lines = [start, start + 64, UnsafeRawPointer(processorRefs), UnsafeRawPointer(captureRecords), UnsafeRawPointer(playbackRecords)]
+        lines += direct?.periodLines ?? []
+        for slot in processors { lines += slot.periodLines }
+        for playback in playbacks {
+            let playhead = UnsafeRawPointer(Unmanaged.passUnretained(playback.playhead).toOpaque())
+            lines += (0..<4).map { playhead + 64 * $0 }
+        }
+        return lines
+    }
+
     /// [control-thread] Device sinks in the cycle.
     public var playbackCount: Int { playbacks.count }
 

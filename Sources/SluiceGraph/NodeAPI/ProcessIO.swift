@@ -149,6 +149,11 @@ public final class NodePorts {
         pendingCounts.initialize(repeating: 0, count: max(1, outputCount))
     }
 
+    /// [control-thread] The views' and the pending-marker counts' memory.
+    var viewLines: [UnsafeRawPointer] {
+        [UnsafeRawPointer(inputs), UnsafeRawPointer(outputs), UnsafeRawPointer(pendingCounts)]
+    }
+
     deinit {
         inputs.deinitialize(count: inputCount)
         outputs.deinitialize(count: outputCount)

@@ -83,6 +83,11 @@ final class ParameterQueue: @unchecked Sendable {
         }
     }
 
+    /// [control-thread] The memory `hasPending` reads: the queue and its ring's producer line.
+    var periodLines: [UnsafeRawPointer] {
+        [UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), changesOut.producerPositionLine]
+    }
+
     /// [audio-thread] Whether a change waits.
     func hasPending() -> Bool {
         changesOut.availableElements() > 0

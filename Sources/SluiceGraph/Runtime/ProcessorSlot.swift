@@ -47,6 +47,16 @@ public final class ProcessorSlot {
         idleState.deallocate()
     }
 
+    /// [control-thread] The memory a period of this slot reads: the slot, its node, its ports
+    /// and their views, its parameter queue (the first two lines of each object).
+    var periodLines: [UnsafeRawPointer] {
+        func object(_ instance: AnyObject) -> [UnsafeRawPointer] {
+            let start = UnsafeRawPointer(Unmanaged.passUnretained(instance).toOpaque())
+            return [start, start + 64]
+        }
+        return object(self) + object(node) + object(ports) + ports.viewLines + (parameters?.periodLines ?? [])
+    }
+
     /// Whether a step would move nothing: the last one moved nothing, and since then no input
     /// has gained audio or a marker and no output has gained room. A processor's step depends
     /// only on its state and its edges, so it would move nothing again. Worth knowing on a
