@@ -10,7 +10,8 @@ import SluiceAudio
 /// - libsoxr's four: the fastest and cleanest (`soxr-hq` ~0.15 ms per second, ~130 dB), but it
 ///   allocates inside libsoxr and holds back 15–33 ms, so it is for offline rendering;
 /// - speexdsp's eleven levels (`speex-0` … `speex-10`, as PulseAudio names them): real-time
-///   safe, 1–5 ms of delay, `speex-6` ~0.8 ms per second with a flat band to 87 % of Nyquist.
+///   safe, 1–5 ms of delay, `speex-6` ~0.6 ms per second with a flat band to 87 % of Nyquist
+///   at 2:1, but ~3.4 ms from espeak-ng's 22 050 Hz, where speexdsp interpolates its filter.
 ///
 /// A graph that names no quality gets `ResamplerQuality.automatic(live:)`: `soxr-hq` for
 /// renders, `speex-6` when a device drives the graph.
