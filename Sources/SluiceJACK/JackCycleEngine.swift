@@ -50,7 +50,9 @@ final class JackCycleEngine: @unchecked Sendable {
     /// The lines a period reads, fetched together at its start (`GraphCycle.periodLines`, and
     /// the engine's own port tables): a cold callback's misses then overlap instead of each
     /// waiting for the pointer read before it (measured: docs/benchmarks.md, "Hot code
-    /// together"). A prefetch never faults, and the objects outlive the engine anyway.
+    /// together").
+    // SAFETY: filled in `init`, freed in `deinit`; the addresses are only prefetched, which
+    // never faults (and the objects behind them outlive the client's activation).
     private let periodLines: UnsafeMutablePointer<UnsafeRawPointer>
     private let periodLineCount: Int
 
@@ -70,7 +72,7 @@ final class JackCycleEngine: @unchecked Sendable {
         durations = .allocate(capacity: Self.durationCapacity)
         durations.initialize(repeating: 0, count: Self.durationCapacity)
         let lines = cycle.periodLines + [playback.block, capture.block].map { UnsafeRawPointer($0) }
-        periodLines = .allocate(capacity: lines.count + 2)
+        periodLines = .allocate(capacity: max(1, lines.count))
         periodLines.initialize(from: lines, count: lines.count)
         periodLineCount = lines.count
         // The sinks' events are stamped with JACK's frame time, read only when a period
@@ -111,6 +113,7 @@ final class JackCycleEngine: @unchecked Sendable {
         hooks?.enter()
         defer { hooks?.exit() }
         let started = nanoseconds()
+        // SAFETY: `periodLines` holds `periodLineCount` addresses (see the field).
         for index in 0..<periodLineCount { sluice_prefetch(periodLines[index]) }
         let frames = Int(nframes)
         // One writer (this thread): a plain store, not a locked read-modify-write.
