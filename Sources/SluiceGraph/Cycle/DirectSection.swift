@@ -111,10 +111,8 @@ final class DirectSection {
 
     /// [control-thread] The memory a period of the section reads.
     var periodLines: [UnsafeRawPointer] {
-        var lines = [
-            UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), UnsafeRawPointer(links), UnsafeRawPointer(data),
-            UnsafeRawPointer(stepRecords), UnsafeRawPointer(stepLinks),
-        ]
+        var lines = cacheLines(of: self, count: 1)
+        lines += [UnsafeRawPointer(links), UnsafeRawPointer(data), UnsafeRawPointer(stepRecords), UnsafeRawPointer(stepLinks)]
         for step in steps { lines += step.slot.periodLines }
         return lines
     }

@@ -149,14 +149,12 @@ public final class GraphCycle: @unchecked Sendable {
     /// start of a period (`sluice_prefetch`), so the misses of a cold callback overlap instead
     /// of following each other's pointers.
     public var periodLines: [UnsafeRawPointer] {
-        let start = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-        var lines = [start, start + 64, UnsafeRawPointer(processorRefs), UnsafeRawPointer(captureRecords), UnsafeRawPointer(playbackRecords)]
+        var lines = cacheLines(of: self, count: 2)
+        lines += [UnsafeRawPointer(processorRefs), UnsafeRawPointer(captureRecords), UnsafeRawPointer(playbackRecords)]
         lines += direct?.periodLines ?? []
         for slot in processors { lines += slot.periodLines }
-        for playback in playbacks {
-            let playhead = UnsafeRawPointer(Unmanaged.passUnretained(playback.playhead).toOpaque())
-            lines += (0..<4).map { playhead + 64 * $0 }
-        }
+        // The playhead's atomics span several lines.
+        for playback in playbacks { lines += cacheLines(of: playback.playhead, count: 4) }
         return lines
     }
 
@@ -310,4 +308,10 @@ public final class GraphCycle: @unchecked Sendable {
         }
         return playback.playhead._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames) }
     }
+}
+
+/// [control-thread] The first `count` cache lines of `object`, for `periodLines`.
+func cacheLines(of object: AnyObject, count: Int) -> [UnsafeRawPointer] {
+    let start = UnsafeRawPointer(Unmanaged.passUnretained(object).toOpaque())
+    return (0..<count).map { start + 64 * $0 }
 }

@@ -85,7 +85,7 @@ final class ParameterQueue: @unchecked Sendable {
 
     /// [control-thread] The memory `hasPending` reads: the queue and its ring's producer line.
     var periodLines: [UnsafeRawPointer] {
-        [UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), changesOut.producerPositionLine]
+        cacheLines(of: self, count: 1) + [changesOut.producerPositionLine]
     }
 
     /// [audio-thread] Whether a change waits.

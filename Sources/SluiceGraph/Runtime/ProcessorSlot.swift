@@ -50,11 +50,8 @@ public final class ProcessorSlot {
     /// [control-thread] The memory a period of this slot reads: the slot, its node, its ports
     /// and their views, its parameter queue (the first two lines of each object).
     var periodLines: [UnsafeRawPointer] {
-        func object(_ instance: AnyObject) -> [UnsafeRawPointer] {
-            let start = UnsafeRawPointer(Unmanaged.passUnretained(instance).toOpaque())
-            return [start, start + 64]
-        }
-        return object(self) + object(node) + object(ports) + ports.viewLines + (parameters?.periodLines ?? [])
+        cacheLines(of: self, count: 2) + cacheLines(of: node, count: 2) + cacheLines(of: ports, count: 2) + ports.viewLines
+            + (parameters?.periodLines ?? [])
     }
 
     /// Whether a step would move nothing: the last one moved nothing, and since then no input
