@@ -8,6 +8,8 @@
 //   Tests/     mirrors Sources; Tests/Support holds test-only helpers
 //   Benchmarks/ and Fuzz/ are packages of their own (the benchmark harness, the fuzz
 //              targets), so the default `swift build` builds neither
+//   linker/    what release links are given: the real-time code's layout
+//              (`realtimeLayoutLinkerSettings`)
 import Foundation
 import PackageDescription
 
