@@ -3,9 +3,8 @@ import Foundation
 // The measuring machinery every suite shares: a monotonic clock, interleaved runs of the two
 // sides, medians, and the one-JSON-object-per-line report.
 
-// MARK: - Clock
+// MARK: - Programs
 
-/// Seconds on CLOCK_MONOTONIC: never jumps with wall-clock changes.
 /// The folder this harness runs from: scripts/bench builds every program and plugin a suite
 /// runs (`sluice`, the C reference clients, the release plugins) into it.
 var harnessFolder: String {
@@ -21,6 +20,9 @@ func programBesideHarness(_ name: String, builtBy suite: String) -> String {
     return path
 }
 
+// MARK: - Clock
+
+/// Seconds on CLOCK_MONOTONIC: never jumps with wall-clock changes.
 func monotonicSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)

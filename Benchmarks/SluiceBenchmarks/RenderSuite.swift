@@ -204,11 +204,7 @@ enum RenderSuite {
 
     /// `sluice` built beside this executable (scripts/bench render builds it).
     static func locateSluice() -> String {
-        let folder = harnessFolder
-        guard FileManager.default.fileExists(atPath: "\(folder)/sluice") else {
-            fail("\(folder)/sluice is missing: scripts/bench render builds it (swift build -c release --product sluice)")
-        }
-        return "\(folder)/sluice"
+        programBesideHarness("sluice", builtBy: "render")
     }
 
     /// Notes on stderr where two outputs differ (it is not an error: the chains differ), as
