@@ -15,6 +15,9 @@ import Synchronization
 ///   itself (`--stats json`), while `jack-copy-client` (Benchmarks/JackCopyClient, C) copies
 ///   from a jack_ringbuffer into its port and times its callback the same way. All three run
 ///   at once, so the machine's load hits them alike. Goal: p99 ≤ 2× the C client.
+/// - instructions: the live chain's callback and `jack-passthrough`'s under callgrind, per
+///   period (`JackInstructions.swift`): counts the machine's noise does not move, beside the
+///   p99 it does. No goal of its own.
 /// - pipeline latency: `pipelineLatency` from `--stats json` — the source's first bytes (written
 ///   to its stdin once the client runs) to the callback that renders the first sample, with
 ///   watermark 0. Goal: ≤ one period + 1 ms.
@@ -45,6 +48,7 @@ enum JackSuite {
         let parts = Self.parts
         if parts.contains("callback") { callbackDurations(tools: tools, server: server, folder: folder) }
         if parts.contains("live-chain") { liveChain(tools: tools, server: server, folder: folder, runs: runs) }
+        if parts.contains("instructions") { callbackInstructions(tools: tools, server: server, folder: folder) }
         if parts.contains("latency") { pipelineLatency(tools: tools, server: server, folder: folder, runs: runs) }
         if parts.contains("launch") { launchToFirstAudio(tools: tools, server: server, runs: runs) }
         if parts.contains("cpu") { playbackCPU(tools: tools, server: server, folder: folder, runs: runs) }
@@ -52,7 +56,7 @@ enum JackSuite {
 
     /// The parts run: all, or those SLUICE_BENCH_JACK_PARTS names ("launch,cpu") for a trial.
     static let parts: Set<String> = {
-        let all: Set<String> = ["callback", "live-chain", "latency", "launch", "cpu"]
+        let all: Set<String> = ["callback", "live-chain", "instructions", "latency", "launch", "cpu"]
         guard let variable = ProcessInfo.processInfo.environment["SLUICE_BENCH_JACK_PARTS"], !variable.isEmpty else { return all }
         let chosen = Set(variable.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         if let unknown = chosen.subtracting(all).first { fail("SLUICE_BENCH_JACK_PARTS: unknown part '\(unknown)' (parts: \(all.sorted().joined(separator: ", ")))") }
