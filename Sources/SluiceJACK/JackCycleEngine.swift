@@ -118,7 +118,7 @@ final class JackCycleEngine: @unchecked Sendable {
         let frames = Int(nframes)
         // One writer (this thread): a plain store, not a locked read-modify-write.
         callbacks.store(callbacks.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
-        guard frames <= Self.maximumFrames, rendering.load(ordering: .acquiring) else {
+        guard _fastPath(frames <= Self.maximumFrames && rendering.load(ordering: .acquiring)) else {
             if frames > Self.maximumFrames { oversizedPeriods.add(1, ordering: .relaxed) }
             silenceOutputs(nframes)
             return
@@ -137,11 +137,32 @@ final class JackCycleEngine: @unchecked Sendable {
         durationCount.store(count + 1, ordering: .releasing)
     }
 
+    /// [audio-thread] Hands a device source of one channel feeding the direct section its
+    /// port's buffer; any other goes through `captureOther`.
+    ///
+    /// The period's usual paths are kept apart from the rare ones (here, in `play`, and with
+    /// branch hints in the nodes' steps and the playhead): a callback that finds its code
+    /// cold pays for every line it runs through, so the lines it runs should be few and
+    /// together (docs/benchmarks.md, "Fewer lines a period").
+    @inline(__always)
+    private func capture(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
+        let index = capture.indices[endpoint]
+        if _fastPath(capture.channels[endpoint] == 1 && cycle.capturesDirectly(index)),
+            let port = capture.ports[capture.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes)
+        {
+            // SAFETY: JACK hands a buffer of `nframes` samples, valid for this period; the
+            // nodes only read it.
+            cycle.capture(index, from: raw.assumingMemoryBound(to: Float.self))
+            return
+        }
+        captureOther(endpoint, cycle: cycle, nframes: nframes)
+    }
+
     /// [audio-thread] Interleaves a device source's ports into its edge, all or nothing; or,
     /// feeding the direct section, hands it the port's buffer (one channel) or interleaves
     /// into the section's buffer.
-    @inline(__always)
-    private func capture(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
+    @inline(never)
+    private func captureOther(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
         let frames = Int(nframes)
         let channels = capture.channels[endpoint]
         let index = capture.indices[endpoint]
@@ -212,15 +233,22 @@ final class JackCycleEngine: @unchecked Sendable {
     /// whose ports an earlier sink wrote this period (sinks sharing ports) adds to them.
     @inline(__always)
     private func play(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
-        let frames = Int(nframes)
-        let channels = playback.channels[endpoint]
-        let adding = playback.mixes[endpoint]
         if let buffer = playback.buffers[endpoint] {
             // One port: the playhead renders straight into JACK's buffer (where a direct
             // section's nodes may have written the period already).
-            cycle.render(playback.indices[endpoint], into: buffer, frames: frames)
+            cycle.render(playback.indices[endpoint], into: buffer, frames: Int(nframes))
             return
         }
+        playThroughScratch(endpoint, cycle: cycle, nframes: nframes)
+    }
+
+    /// [audio-thread] `play` for a sink of several ports, or sharing its ports: rendered into
+    /// the scratch buffer, then spread over (or added into) the ports.
+    @inline(never)
+    private func playThroughScratch(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
+        let frames = Int(nframes)
+        let channels = playback.channels[endpoint]
+        let adding = playback.mixes[endpoint]
         cycle.render(playback.indices[endpoint], into: scratch, frames: frames)
         for channel in 0..<channels {
             guard let port = playback.ports[playback.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else { continue }
@@ -242,7 +270,7 @@ final class JackCycleEngine: @unchecked Sendable {
         }
     }
 
-    @inline(__always)
+    @inline(never)
     private func silenceOutputs(_ nframes: jack_nframes_t) {
         let total = playback.count == 0 ? 0 : playback.offsets[playback.count - 1] + playback.channels[playback.count - 1]
         for index in 0..<total {

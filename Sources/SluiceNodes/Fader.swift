@@ -50,7 +50,28 @@ public final class Fader {
 
     /// - Returns: frames taken from `input` and frames written to `output`. Frames not taken
     ///   must be offered again; call with empty input to collect released frames.
+    @inline(__always)
     public func process(
+        _ input: UnsafeBufferPointer<Float>, into output: UnsafeMutableBufferPointer<Float>
+    ) -> (framesConsumed: Int, framesProduced: Int) {
+        // No look-ahead, nothing held, not cancelled: a copy and the gain. This is the whole
+        // period of a gain in the JACK cycle, so it stays small enough to inline into the
+        // node's step; shaping (and everything rare) is out of line (docs/benchmarks.md,
+        // "Fewer lines a period").
+        if _fastPath(fadeLength == 0 && releasing == 0 && !isCancelled),
+            let target = output.baseAddress, let source = input.baseAddress
+        {
+            let frames = min(input.count, output.count) / channels
+            target.update(from: source, count: frames * channels)
+            finish(target, frames)
+            return (frames, frames)
+        }
+        return shape(input, into: output)
+    }
+
+    /// `process` with fades: the look-ahead, a release under way, a cancel.
+    @inline(never)
+    private func shape(
         _ input: UnsafeBufferPointer<Float>, into output: UnsafeMutableBufferPointer<Float>
     ) -> (framesConsumed: Int, framesProduced: Int) {
         guard let target = output.baseAddress else { return (0, 0) }
@@ -168,8 +189,9 @@ public final class Fader {
     }
 
     /// Applies the gain to the frames written this call and counts them.
+    @inline(__always)
     private func finish(_ target: UnsafeMutablePointer<Float>, _ frames: Int) {
-        if !gainRamp.isUnity {
+        if _slowPath(!gainRamp.isUnity) {
             gainRamp.apply(to: target, frames: frames, channels: channels)
         }
         framesProduced += frames

@@ -342,17 +342,20 @@ public final class Playhead: @unchecked Sendable {
         let deviceStart = beginPeriod()
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!
-        guard current != .finished else {
+        // The steady state (playing, nothing asked) falls straight through to the count: the
+        // hints keep the rare branches out of its way, in a few cache lines (docs/benchmarks.md,
+        // "Fewer lines a period").
+        guard _fastPath(current != .finished) else {
             silence(output, frames: frames)
             return true
         }
-        if cancelRequested.load(ordering: .acquiring) {
+        if _slowPath(cancelRequested.load(ordering: .acquiring)) {
             let faded = current == .playing && !holding ? fadeOutInPlace(output, frames: frames) : 0
             silence(output + faded * channels, frames: frames - faded)
             finish(.cancelled, deviceFrame: deviceStart + faded)
             return true
         }
-        if pauseRequested.load(ordering: .acquiring) {
+        if _slowPath(pauseRequested.load(ordering: .acquiring)) {
             var faded = 0
             if !holding {
                 holding = true
@@ -362,12 +365,12 @@ public final class Playhead: @unchecked Sendable {
             silence(output + faded * channels, frames: frames - faded)
             return false
         }
-        if holding {
+        if _slowPath(holding) {
             holding = false
             pausedValue.store(false, ordering: .releasing)
             if current == .playing { fadeInRemaining = fadeFrames }
         }
-        if current == .buffering {
+        if _slowPath(current == .buffering) {
             current = .playing
             stateValue.store(current.rawValue, ordering: .releasing)
             post(.started, deviceFrame: deviceStart, streamFrame: streamFramesValue.load(ordering: .relaxed))
@@ -375,7 +378,7 @@ public final class Playhead: @unchecked Sendable {
             firstAudioWallBits.store(monotonicSeconds().bitPattern, ordering: .relaxed)
             hasStarted = true
         }
-        if fadeInRemaining > 0 {
+        if _slowPath(fadeInRemaining > 0) {
             let length = min(fadeInRemaining, frames)
             applyFade(output, frames: length, fadingIn: true, offset: fadeFrames - fadeInRemaining, length: fadeFrames)
             fadeInRemaining -= length
@@ -401,7 +404,7 @@ public final class Playhead: @unchecked Sendable {
     /// [audio-thread] Counts `frames` frames of `output` as played, measuring their peak while
     /// a meter reads it.
     private func countPlayed(_ output: UnsafeMutablePointer<Float>, frames: Int) {
-        if metering.load(ordering: .relaxed) { notePeak(of: output, count: frames * channels) }
+        if _slowPath(metering.load(ordering: .relaxed)) { notePeak(of: output, count: frames * channels) }
         streamFramesValue.store(streamFramesValue.load(ordering: .relaxed) + frames, ordering: .releasing)
     }
 

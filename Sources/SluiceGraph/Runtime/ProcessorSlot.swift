@@ -233,9 +233,13 @@ extension ProcessorSlot {
         var done = 0
         while done < frames {
             var chunk = frames - done
-            if let parametersRef {
+            // A waiting change is rare, and a change timed for later is one that waits, so one
+            // look at the queue does for both; the hints (here and below: a node keeps its
+            // promise) keep the usual period's path straight (docs/benchmarks.md, "Fewer
+            // lines a period").
+            if let parametersRef, _slowPath(parametersRef._withUnsafeGuaranteedRef({ $0.hasPending() })) {
                 let position = periodFrames
-                if parametersRef._withUnsafeGuaranteedRef({ $0.hasPending() }) { _ = applyParameterChanges(atOutputFrame: position) }
+                _ = applyParameterChanges(atOutputFrame: position)
                 if let timed = parametersRef._withUnsafeGuaranteedRef({ $0.nextTimedFrame(after: position) }) {
                     chunk = min(chunk, timed - position)
                 }
@@ -252,7 +256,7 @@ extension ProcessorSlot {
             node.process(&io)
             for port in 0..<ports.outputCount {
                 let produced = ports.produced(output: port)
-                if produced < chunk {
+                if _slowPath(produced < chunk) {
                     let channels = ports.outputs[port].channels
                     (edgeData[outputEdges[port]] + (done + produced) * channels).update(repeating: 0, count: (chunk - produced) * channels)
                 }
