@@ -9,18 +9,7 @@ import Glibc
 /// them even where the p99 cannot tell it from the noise (docs/benchmarks.md).
 extension JackSuite {
     static func callbackInstructions(tools: Tools, server: BenchServer, folder: String) {
-        let graph = "\(folder)/instructions-chain.yaml"
-        let text = """
-            name: instructions-chain
-            nodes:
-              in:   { type: jack.source, channels: 1, connect: none }
-              gain: { type: fader, length: 0 }
-              out:  { type: jack.sink, channels: 1, connect: none }
-            links: [in -> gain -> out]
-            playback: { strategy: stream, client: bench-counted-chain }
-
-            """
-        guard FileManager.default.createFile(atPath: graph, contents: Data(text.utf8)) else { fail("cannot write \(graph)") }
+        let graph = writeLiveChain("\(folder)/instructions-chain.yaml", client: "bench-counted-chain")
         // valgrind 3.19 (Debian 12) gives up on the DWARF the toolchain writes: it counts
         // copies without debug sections, whose symbol tables still name every function.
         let sluice = "\(folder)/sluice-counted", passThrough = "\(folder)/jack-passthrough-counted"

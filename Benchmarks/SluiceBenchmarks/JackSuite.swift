@@ -121,18 +121,7 @@ enum JackSuite {
     /// two clients), then the callback's duration and the process's CPU over the same seconds,
     /// both running at once.
     static func liveChain(tools: Tools, server: BenchServer, folder: String, runs: Int) {
-        let graph = "\(folder)/live-chain.yaml"
-        let text = """
-            name: live-chain
-            nodes:
-              in:   { type: jack.source, channels: 1, connect: none }
-              gain: { type: fader, length: 0 }
-              out:  { type: jack.sink, channels: 1, connect: none }
-            links: [in -> gain -> out]
-            playback: { strategy: stream, client: bench-chain }
-
-            """
-        guard FileManager.default.createFile(atPath: graph, contents: Data(text.utf8)) else { fail("cannot write \(graph)") }
+        let graph = writeLiveChain("\(folder)/live-chain.yaml", client: "bench-chain")
         var sluiceAdded: [Double] = []
         var referenceAdded: [Double] = []
         for run in 1...runs {
@@ -306,6 +295,23 @@ enum JackSuite {
     }
 
     /// The speech chain as `scripts/speak` plays it, mono, from `input` (a path or `-`).
+    /// The live chain, `jack.source -> fader (length: 0) -> jack.sink`, unconnected, as client
+    /// `client`.
+    static func writeLiveChain(_ path: String, client: String) -> String {
+        let text = """
+            name: live-chain
+            nodes:
+              in:   { type: jack.source, channels: 1, connect: none }
+              gain: { type: fader, length: 0 }
+              out:  { type: jack.sink, channels: 1, connect: none }
+            links: [in -> gain -> out]
+            playback: { strategy: stream, client: \(client) }
+
+            """
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else { fail("cannot write \(path)") }
+        return path
+    }
+
     static func writeGraph(_ path: String, input: String, client: String, strategy: String, boundary: String = "sink") -> String {
         let watermark = strategy == "stream" ? "0" : "0.5"
         let text = """

@@ -159,20 +159,15 @@ final class JackCycleEngine: @unchecked Sendable {
     }
 
     /// [audio-thread] Interleaves a device source's ports into its edge, all or nothing; or,
-    /// feeding the direct section, hands it the port's buffer (one channel) or interleaves
-    /// into the section's buffer.
+    /// feeding the direct section, into the section's buffer (a port JACK gives no buffer for
+    /// plays silence there). A direct source of one channel whose port has its buffer never
+    /// comes here (`capture`).
     @inline(never)
     private func captureOther(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
         let frames = Int(nframes)
         let channels = capture.channels[endpoint]
         let index = capture.indices[endpoint]
         if cycle.capturesDirectly(index) {
-            if channels == 1, let port = capture.ports[capture.offsets[endpoint]], let raw = jack_port_get_buffer(port, nframes) {
-                // SAFETY: JACK hands a buffer of `nframes` samples, valid for this period; the
-                // nodes only read it.
-                cycle.capture(index, from: raw.assumingMemoryBound(to: Float.self))
-                return
-            }
             let target = cycle.captureBuffer(index)
             for channel in 0..<channels {
                 guard let port = capture.ports[capture.offsets[endpoint] + channel], let raw = jack_port_get_buffer(port, nframes) else {
