@@ -121,10 +121,12 @@ public final class Playhead: @unchecked Sendable {
         self.markers = markers
         self.events = events
         self.wake = wake
-        // The filler is woken once a quarter of the edge is free, not every period: each wake
-        // of a sleeping thread is a futex system call on the device thread, and the filler
-        // moves audio in larger pieces for it. The edge still holds three quarters.
-        wakeQuantum = max(1, capacityFrames / 4)
+        // The filler is woken once half the edge is free, not every period: each wake of a
+        // sleeping thread is a futex system call on the device thread, and the filler moves
+        // audio in larger pieces for it; the edge still holds the other half. At a quarter,
+        // a 3 s edge's wakes were 0.7 % of the periods, enough to set the callback's p99 —
+        // half as many took it down by about an eighth (docs/benchmarks.md, "Half the edge").
+        wakeQuantum = max(1, capacityFrames / 2)
         watermarkValue = Atomic(watermarkFrames)
         heldMarkers = .allocate(capacity: Self.heldMarkerCapacity)
     }
