@@ -14,10 +14,10 @@ import Testing
         var written = 0
         let output = UnsafeMutablePointer<Float>.allocate(capacity: 4096)
 
-        init(capacity: Int = 4800, watermark: Int = 512) {
+        init(capacity: Int = 4800, watermark: Int = 512, workerWake: WakeSignal? = nil) {
             (writer, playhead, events) = makeSinkEdge(
                 rate: 48_000, channels: 1, capacityFrames: capacity, fadeFrames: 240,
-                watermarkFrames: watermark, eventCapacity: 256, workerWake: nil)
+                watermarkFrames: watermark, eventCapacity: 256, workerWake: workerWake)
         }
 
         deinit { output.deallocate() }
@@ -59,6 +59,27 @@ import Testing
         #expect(rig.drainEvents() == [.started])
         #expect(rig.playhead.playedFrames == 256)
         #expect(rig.playhead.deviceFrames == 512)
+    }
+
+    @Test("the worker is woken once half the edge has played since the last wake, not every period")
+    func theWorkerIsWokenOnceHalfTheEdgeIsFree() {
+        let wake = WakeSignal()
+        let rig = Rig(capacity: 4800, watermark: 512, workerWake: wake)
+        rig.write(4800)
+        // Posts taken one by one without sleeping: a wait whose deadline has passed.
+        func posts() -> Int {
+            var count = 0
+            while wake.wait(timeout: 0) { count += 1 }
+            return count
+        }
+        // 9 periods are 2 304 frames, under half of 4 800: each wake would be a futex system
+        // call on the device thread, so none yet.
+        for _ in 0..<9 { _ = rig.render(256) }
+        #expect(posts() == 0)
+        _ = rig.render(256)  // 2 560 frames: half the edge is free
+        #expect(posts() == 1)
+        for _ in 0..<8 { _ = rig.render(256) }  // 2 048 more since that wake
+        #expect(posts() == 0)
     }
 
     @Test func anEndedStreamShorterThanTheWatermarkPlays() {

@@ -89,6 +89,22 @@ struct FaderTests {
         #expect(node.isCancelled)
     }
 
+    @Test("with no fade, frames pass bit-identical, as many as the output holds; after a cancel none pass")
+    func noFadePassesFramesUntilCancelled() {
+        let node = Fader(channels: 2, fadeLength: 0)
+        let input = Signals.noise(count: 2 * 1_000, seed: 3)
+        var output = [Float](repeating: 0, count: 2 * 600)
+        let first = input.withUnsafeBufferPointer { source in output.withUnsafeMutableBufferPointer { node.process(source, into: $0) } }
+        #expect(first.framesConsumed == 600 && first.framesProduced == 600)
+        #expect(output == Array(input[0..<1_200]))
+        node.cancel()
+        output = [Float](repeating: 7, count: 2 * 600)
+        let after = input.withUnsafeBufferPointer { source in output.withUnsafeMutableBufferPointer { node.process(source, into: $0) } }
+        #expect(after.framesConsumed == 1_000 && after.framesProduced == 0)  // taken and dropped
+        #expect(output.allSatisfy { $0 == 7 })
+        #expect(node.framesProduced == 600)
+    }
+
     @Test("gain changes ramp in a straight line and land exactly")
     func gainRamp() {
         let node = Fader(channels: 1, fadeLength: 0)
