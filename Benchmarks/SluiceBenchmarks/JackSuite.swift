@@ -73,6 +73,21 @@ enum JackSuite {
     /// part that compares them runs an even number of times (`evenRuns`), each order as often.
     static let startGap: useconds_t = 300_000
 
+    /// Starts both sides `startGap` apart, Sluice's first in odd runs and the reference's first
+    /// in even ones.
+    static func startInTurn<Sluice, Reference>(
+        run: Int, sluice: () -> Sluice, reference: () -> Reference
+    ) -> (sluice: Sluice, reference: Reference) {
+        if run % 2 == 1 {
+            let started = sluice()
+            usleep(startGap)
+            return (started, reference())
+        }
+        let started = reference()
+        usleep(startGap)
+        return (sluice(), started)
+    }
+
     /// `runs`, or one more to make it even.
     static func evenRuns(_ runs: Int) -> Int { runs + runs % 2 }
 
@@ -119,18 +134,7 @@ enum JackSuite {
                     [tools.copyClient, "--server", server.name, "--client", "bench-c-copy", "--seconds", durationText],
                     streams: .init(outputPath: "\(folder)/c-\(run).json"))
             }
-            let sluiceFirst = run % 2 == 1
-            let reference: ChildProcess
-            let clients: [ChildProcess]
-            if sluiceFirst {
-                clients = startSluice()
-                usleep(startGap)
-                reference = startReference()
-            } else {
-                reference = startReference()
-                usleep(startGap)
-                clients = startSluice()
-            }
+            let (clients, reference) = startInTurn(run: run, sluice: startSluice, reference: startReference)
             clients[0].expectExit()
             reference.expectExit()
             // The speech files hold a little more than `seconds`; the rest is not needed.
@@ -206,17 +210,7 @@ enum JackSuite {
                     [tools.passThrough, "--server", server.name, "--client", "bench-pass", "--seconds", secondsText],
                     streams: .init(outputPath: "\(folder)/pass-\(run).json"))
             }
-            // One after the other, the first alternating (`startGap`).
-            let chain: ChildProcess, pass: ChildProcess
-            if run % 2 == 1 {
-                chain = startChain()
-                usleep(startGap)
-                pass = startPass()
-            } else {
-                pass = startPass()
-                usleep(startGap)
-                chain = startChain()
-            }
+            let (chain, pass) = startInTurn(run: run, sluice: startChain, reference: startPass)
             usleep(UInt32(seconds * 1_000_000))
             chain.signal(SIGINT)
             sluiceCPU.append(chain.wait().cpuSeconds)
@@ -337,16 +331,9 @@ enum JackSuite {
         var referenceCPU: [Double] = []
         // The client running first in a cycle spends more (`startGap`): each side first as often.
         for run in 1...evenRuns(runs) {
-            let sluice: ChildProcess, reference: ChildProcess
-            if run % 2 == 1 {
-                sluice = tools.sluice(["run", graph, "--server", server.name], output: nil)
-                usleep(startGap)
-                reference = ChildProcess.start(gstreamer)
-            } else {
-                reference = ChildProcess.start(gstreamer)
-                usleep(startGap)
-                sluice = tools.sluice(["run", graph, "--server", server.name], output: nil)
-            }
+            let (sluice, reference) = startInTurn(
+                run: run, sluice: { tools.sluice(["run", graph, "--server", server.name], output: nil) },
+                reference: { ChildProcess.start(gstreamer) })
             sluiceCPU.append(sluice.expectExit().cpuSeconds)
             referenceCPU.append(reference.expectExit().cpuSeconds)
         }
