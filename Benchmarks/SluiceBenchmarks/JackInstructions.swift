@@ -19,11 +19,10 @@ extension JackSuite {
         let seconds = 10.0
         let ours = countPeriods(
             [sluice, "run", graph, "--server", server.name], stopBySignal: seconds,
-            callback: "$s10SluiceJACK17sluiceJackProcessys5Int32Vs6UInt32V_SvSgtFTo", program: sluice,
-            output: "\(folder)/callgrind-sluice")
+            callback: "$s10SluiceJACK17sluiceJackProcessys5Int32Vs6UInt32V_SvSgtFTo", output: "\(folder)/callgrind-sluice")
         let reference = countPeriods(
             [passThrough, "--server", server.name, "--client", "bench-counted-pass", "--seconds", String(seconds)],
-            stopBySignal: nil, callback: "process", program: passThrough, output: "\(folder)/callgrind-pass")
+            stopBySignal: nil, callback: "process", output: "\(folder)/callgrind-pass")
         note("instructions a period: sluice \(Int(ours.instructions)) over \(ours.periods) periods, its code on \(ours.codeLines) lines; C \(Int(reference.instructions)) over \(reference.periods), \(reference.codeLines) lines")
         Figure(
             bench: "jack", metric: "live-chain-instructions", sluice: ours.instructions, reference: reference.instructions,
@@ -45,10 +44,10 @@ extension JackSuite {
         var codeLines: Int
     }
 
-    /// Runs `arguments` under callgrind (stopped with SIGINT after `stopBySignal` seconds, or
-    /// left to end), then reads the thread that ran `callback`.
+    /// Runs `arguments` (a program and its arguments) under callgrind (stopped with SIGINT
+    /// after `stopBySignal` seconds, or left to end), then reads the thread that ran `callback`.
     static func countPeriods(
-        _ arguments: [String], stopBySignal seconds: Double?, callback: String, program: String, output: String
+        _ arguments: [String], stopBySignal seconds: Double?, callback: String, output: String
     ) -> CountedCallback {
         let process = ChildProcess.start(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=\(output)", "--dump-instr=yes", "--separate-threads=yes"]
@@ -64,7 +63,7 @@ extension JackSuite {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasPrefix(prefix) }
         for file in files.sorted() {
             guard let text = try? String(contentsOfFile: "\(folder)/\(file)", encoding: .utf8),
-                let counted = CallgrindProfile(text).callback(named: callback, program: program)
+                let counted = CallgrindProfile(text).callback(named: callback, program: arguments[0])
             else { continue }
             return counted
         }

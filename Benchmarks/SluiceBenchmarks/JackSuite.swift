@@ -73,12 +73,14 @@ enum JackSuite {
     /// part that compares them runs an even number of times (`evenRuns`), each order as often.
     static let startGap: useconds_t = 300_000
 
-    /// Starts both sides `startGap` apart, Sluice's first in odd runs and the reference's first
-    /// in even ones.
+    /// Whether Sluice's side starts first in run `run` (counted from 1): in odd runs.
+    static func sluiceStartsFirst(run: Int) -> Bool { run % 2 == 1 }
+
+    /// Starts both sides `startGap` apart, the first as `sluiceStartsFirst` says.
     static func startInTurn<Sluice, Reference>(
         run: Int, sluice: () -> Sluice, reference: () -> Reference
     ) -> (sluice: Sluice, reference: Reference) {
-        if run % 2 == 1 {
+        if sluiceStartsFirst(run: run) {
             let started = sluice()
             usleep(startGap)
             return (started, reference())
@@ -91,11 +93,11 @@ enum JackSuite {
     /// `runs`, or one more to make it even.
     static func evenRuns(_ runs: Int) -> Int { runs + runs % 2 }
 
-    /// The median of `ratios` over the runs where Sluice started first (odd) and where the C
-    /// client did (even), as figure extras.
+    /// The median of `ratios` (one a run, in run order) over the runs where Sluice started
+    /// first and where the other side did, as figure extras.
     static func ratiosByOrder(_ ratios: [Double]) -> [(key: String, value: Double)] {
-        let sluiceFirst = ratios.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
-        let referenceFirst = ratios.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        let sluiceFirst = ratios.enumerated().filter { sluiceStartsFirst(run: $0.offset + 1) }.map(\.element)
+        let referenceFirst = ratios.enumerated().filter { !sluiceStartsFirst(run: $0.offset + 1) }.map(\.element)
         return [
             ("median_run_ratio", median(ratios)), ("median_ratio_sluice_first", median(sluiceFirst)),
             ("median_ratio_reference_first", median(referenceFirst)),
@@ -112,7 +114,7 @@ enum JackSuite {
         let cycleGraph = writeGraph(
             "\(folder)/speech-cycle.yaml", input: speech, client: "bench-speech-cycle", strategy: "buffered", boundary: "source")
         let durationText = String(format: "%.3f", seconds)
-        note("callback durations: \(runs) × \(Int(seconds)) s of a plain copy, the speech chain (boundary: sink and source) and the C client, all at once")
+        note("callback durations: \(runs) × \(Int(seconds)) s of a plain copy, the speech chain (boundary: sink and source) and the C client, the two sides \(Double(startGap) / 1e6) s apart")
         let metrics = [
             ("callback-plain-copy", "plain"), ("callback-speech-chain", "chain"), ("callback-speech-chain-in-cycle", "cycle"),
         ]
