@@ -24,9 +24,10 @@ final class JackCycleEngine: @unchecked Sendable {
     private let capture: Side
     private let scratch: UnsafeMutablePointer<Float>
 
-    /// Set once the ports are connected: until then the callback plays silence, so the
-    /// first audio is not lost to ports nobody listens to yet.
-    let rendering = Atomic<Bool>(false)
+    /// Whether the callback renders the graph or plays silence (`RenderState`). Rendering
+    /// starts only in a period whose ports are connected, so the first audio is not lost to
+    /// ports nobody listens to yet.
+    let renderState = Atomic<Int>(RenderState.silent)
     let xruns = Atomic<Int>(0)
     let serverGone = Atomic<Bool>(false)
     /// The rate the server changed to, or 0.
@@ -118,7 +119,8 @@ final class JackCycleEngine: @unchecked Sendable {
         let frames = Int(nframes)
         // One writer (this thread): a plain store, not a locked read-modify-write.
         callbacks.store(callbacks.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
-        guard _fastPath(frames <= Self.maximumFrames && rendering.load(ordering: .acquiring)) else {
+        let state = renderState.load(ordering: .acquiring)
+        guard _fastPath(frames <= Self.maximumFrames && (state == RenderState.rendering || startsRendering(state))) else {
             if frames > Self.maximumFrames { oversizedPeriods.add(1, ordering: .relaxed) }
             silenceOutputs(nframes)
             return
@@ -135,6 +137,17 @@ final class JackCycleEngine: @unchecked Sendable {
         let count = durationCount.load(ordering: .relaxed)
         durations[count & (Self.durationCapacity - 1)] = UInt32(truncatingIfNeeded: min(elapsed, UInt64(UInt32.max)))
         durationCount.store(count + 1, ordering: .releasing)
+    }
+
+    /// [audio-thread] Whether this period is the first to render: the state is armed and the
+    /// period began after the connections were made (`RenderState`). Only ever reached
+    /// before rendering starts.
+    @inline(never)
+    private func startsRendering(_ state: Int) -> Bool {
+        guard let connectedAt = RenderState.armedFrame(state),
+              RenderState.periodStart(jack_last_frame_time(client), isAfter: connectedAt) else { return false }
+        // A stop in between (state back to silent) wins.
+        return renderState.compareExchange(expected: state, desired: RenderState.rendering, ordering: .acquiringAndReleasing).exchanged
     }
 
     /// [audio-thread] Hands a device source of one channel feeding the direct section its
@@ -431,5 +444,37 @@ private struct Side {
     func deallocate() {
         block.deallocate()
         latencies.deallocate()
+    }
+}
+
+/// The engine's `renderState`: silent, rendering, or armed to render from the first period
+/// that begins after a given frame time.
+///
+/// Why armed: `jack_connect` returns once the server has recorded the connection, but the
+/// server switches its graph only at the start of a cycle (jack2's `JackEngine::Process`,
+/// after it has advanced the frame time). A period already under way still runs the old
+/// graph, where our ports are not connected yet: audio rendered there is lost, and a sound's
+/// first period goes missing (a click where it now starts). So the device, having connected,
+/// arms the state with the frame time of the latest cycle begun (`jack_last_frame_time`),
+/// and the callback starts rendering in the first period that begins later — one the new
+/// graph runs. Not `jack_frame_time`: it interpolates from the predicted wake-up, and a cycle
+/// that woke early would read as not begun yet (seen under load: a period lost in 1 of 250
+/// starts).
+enum RenderState {
+    static let silent = 0
+    static let rendering = 1
+
+    /// The state that starts rendering once a period begins after `frame`.
+    static func armed(after frame: UInt32) -> Int { 2 | Int(frame) << 2 }
+
+    /// The frame an armed state waits for; nil when the state is not armed.
+    static func armedFrame(_ state: Int) -> UInt32? {
+        state & 3 == 2 ? UInt32(truncatingIfNeeded: state >> 2) : nil
+    }
+
+    /// Whether a period starting at `periodStart` began after `frame`; JACK's frame times are
+    /// 32-bit and wrap, so this compares their distance.
+    static func periodStart(_ periodStart: UInt32, isAfter frame: UInt32) -> Bool {
+        Int32(bitPattern: periodStart &- frame) > 0
     }
 }

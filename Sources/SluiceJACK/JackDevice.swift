@@ -251,7 +251,10 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
             }
         }
         beforeRendering?()
-        engine.rendering.store(true, ordering: .releasing)
+        // Connections take effect in the first cycle JACK begins after them: the latest cycle
+        // begun may still run without them (RenderState).
+        let connected = connectionsMade.values.contains { !$0.isEmpty }
+        engine.renderState.store(connected ? RenderState.armed(after: jack_last_frame_time(handle)) : RenderState.rendering, ordering: .releasing)
         // After rendering starts: with the connections just made, JACK's graph change is
         // pending until the next cycle and reading a port's latency sleeps until then
         // (setLatencies). The playheads take it a moment after their first period.
@@ -274,7 +277,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     }
 
     public func stop() {
-        engine?.rendering.store(false, ordering: .releasing)
+        engine?.renderState.store(RenderState.silent, ordering: .releasing)
         if activated, let client {
             jack_deactivate(client.handle)
             activated = false
