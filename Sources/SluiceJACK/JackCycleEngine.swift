@@ -145,7 +145,7 @@ final class JackCycleEngine: @unchecked Sendable {
     @inline(never)
     private func startsRendering(_ state: Int) -> Bool {
         guard let connectedAt = RenderState.armedFrame(state),
-              RenderState.periodStart(jack_last_frame_time(client), isAfter: connectedAt) else { return false }
+              RenderState.startsRendering(periodStart: jack_last_frame_time(client), armedAt: connectedAt) else { return false }
         // A stop in between (state back to silent) wins.
         return renderState.compareExchange(expected: state, desired: RenderState.rendering, ordering: .acquiringAndReleasing).exchanged
     }
@@ -472,9 +472,13 @@ enum RenderState {
         state & 3 == 2 ? UInt32(truncatingIfNeeded: state >> 2) : nil
     }
 
-    /// Whether a period starting at `periodStart` began after `frame`; JACK's frame times are
-    /// 32-bit and wrap, so this compares their distance.
-    static func periodStart(_ periodStart: UInt32, isAfter frame: UInt32) -> Bool {
-        Int32(bitPattern: periodStart &- frame) > 0
+    /// Whether the period starting at `periodStart` renders, the state armed at `frame`: any
+    /// period but the one armed in. After arming, the callback's periods begin at the armed
+    /// frame or later (only a callback late past its cycle, in an xrun, sees an earlier one),
+    /// so "not the armed one" is "a later one" — without comparing frame times that wrap at
+    /// 2³², and without waiting forever when the frame read was not a cycle's: PipeWire's
+    /// JACK layer answers 0 until the client has run a cycle, and its positions are not small.
+    static func startsRendering(periodStart: UInt32, armedAt frame: UInt32) -> Bool {
+        periodStart != frame
     }
 }
