@@ -35,6 +35,13 @@ public final class JackClient: @unchecked Sendable {
     public let server: String?
     private var closed = false
 
+    /// Whether the `libjack` loaded is PipeWire's JACK layer (`pw-jack`), which says so in
+    /// its version string; jack2 and JACK1 do not.
+    public static let isPipeWire: Bool = {
+        guard let version = jack_get_version_string() else { return false }
+        return String(cString: version).contains("PipeWire")
+    }()
+
     /// Opens a client named `name` on `server`. Never starts a server.
     public init(name: String, server: String?) throws(JackError) {
         JackLibraryMessages.install()

@@ -4,12 +4,15 @@ import Testing
 /// The engine's start: armed with the latest cycle's frame time once the ports are connected,
 /// it renders from the first period that begins later.
 @Suite struct RenderStateTests {
-    @Test("an armed state keeps its frame, 32 bits and all; silent and rendering are not armed")
+    @Test("an armed state keeps its frame, 32 bits and all, and the periods it skips; silent and rendering are not armed")
     func armedKeepsItsFrame() {
         for frame: UInt32 in [0, 1, 256, 0x7FFF_FFFF, 0x8000_0000, .max] {
-            let state = RenderState.armed(after: frame)
-            #expect(RenderState.armedFrame(state) == frame)
-            #expect(state != RenderState.silent && state != RenderState.rendering)
+            for skipping in [0, 1, 63] {
+                let state = RenderState.armed(after: frame, thenSkipping: skipping)
+                #expect(RenderState.armedFrame(state)?.frame == frame)
+                #expect(RenderState.armedFrame(state)?.skipping == skipping)
+                #expect(state != RenderState.silent && state != RenderState.rendering)
+            }
         }
         #expect(RenderState.armedFrame(RenderState.silent) == nil)
         #expect(RenderState.armedFrame(RenderState.rendering) == nil)

@@ -475,13 +475,7 @@ import Testing
             if let difference = firstDifference(got, Array(reference[referenceStart...])) { lost.append(difference) }
         }
         #expect(clean >= 20, "only \(clean) of 40 starts ran without an xrun")
-        guard server.isExternal else {
-            #expect(lost.isEmpty, "\(lost.count) of \(clean) starts lost their beginning: \(lost.prefix(3))")
-            return
-        }
-        withKnownIssue("PipeWire's JACK layer links after jack_connect returns (docs/jack.md, Running under PipeWire)", isIntermittent: true) {
-            #expect(lost.isEmpty, "\(lost.count) of \(clean) starts lost their beginning: \(lost.prefix(3))")
-        }
+        #expect(lost.isEmpty, "\(lost.count) of \(clean) starts lost their beginning: \(lost.prefix(3))")
     }
 
     @Test("drain events carry JACK's frame time, and the heard position counts the output latency")
