@@ -254,9 +254,11 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         // Connections take effect in the first cycle JACK begins after them: the latest cycle
         // begun may still run without them (RenderState).
         let connected = connectionsMade.values.contains { !$0.isEmpty }
-        let armed = RenderState.armed(
-            after: jack_last_frame_time(handle), thenSkipping: JackClient.isPipeWire ? RenderState.skippedUnderPipeWire : 0)
-        engine.renderState.store(connected ? armed : RenderState.rendering, ordering: .releasing)
+        engine.renderState.store(
+            connected
+                ? RenderState.armed(after: jack_last_frame_time(handle), thenSkipping: JackClient.isPipeWire ? RenderState.skippedUnderPipeWire : 0)
+                : RenderState.rendering,
+            ordering: .releasing)
         // After rendering starts: with the connections just made, JACK's graph change is
         // pending until the next cycle and reading a port's latency sleeps until then
         // (setLatencies). The playheads take it a moment after their first period.

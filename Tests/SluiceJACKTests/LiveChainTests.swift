@@ -450,14 +450,9 @@ import Testing
             let name = clientName("first")
             let recorder = try JackRecorder(server: server.name, clientName: "\(name)-rec", channels: 1, capacityFrames: server.sampleRate)
             try recorder.start()
-            let graph = try compile("""
-                name: first
-                nodes:
-                  tone: { type: tone, frequency: 440, amplitude: 0.8, duration: 0.03 }
-                  out:  { type: jack.sink, channels: 1, connect: ["\(name)-rec:in_1"] }
-                links: [tone -> out]
-                playback: { strategy: stream, client: \(name) }
-                """, server: server.name)
+            var description = try OneLineGraph.parse("\(tone) ! jack.sink connect=\(name)-rec:in_1")
+            description.playback = PlaybackSettings(strategy: .stream, client: name)
+            let graph = try GraphCompiler(registry: registry(server: server.name), options: .init(isLive: true)).compile(description)
             let live = try LiveRun(graph: graph)
             try live.start()
             _ = try live.wait()
