@@ -143,21 +143,19 @@ struct JackHarnessTests {
     @Test("the recorder records a ramp exactly, over more than a second, on every channel")
     func recorderRecordsRamp() throws {
         let server = try JackTestServer.shared()
-        // An xrun (some client late, likely on a loaded machine without real-time
-        // scheduling) may cost the recording a cycle. An attempt that differs from the ramp
-        // after an xrun proves nothing and is tried again; one that differs without an xrun
-        // fails at once.
+        // A client late on a loaded machine without real-time scheduling may cost the
+        // recording a cycle, and jackd does not always report it as an xrun: one CI run, at
+        // the suite's busiest start, recorded a period of silence 210 periods in with no xrun
+        // on either client. So an attempt that differs is tried again, xrun or not; a recorder
+        // that loses or alters what it records fails every attempt.
+        var spoiled: [String] = []
         for attempt in 1...4 {
             let outcome = try recordRamp(on: server, attempt: attempt)
             if outcome.differences.allSatisfy({ $0 == nil }) { return }
-            if outcome.xruns == 0 {
-                for (channel, difference) in outcome.differences.enumerated() {
-                    #expect(difference == nil, "channel \(channel), no xrun: \(difference ?? "")")
-                }
-                return
-            }
+            let channels = outcome.differences.enumerated().compactMap { channel, difference in difference.map { "channel \(channel): \($0)" } }
+            spoiled.append("attempt \(attempt), \(outcome.xruns) xruns: \(channels.joined(separator: "; "))")
         }
-        Issue.record("xruns spoiled all 4 attempts; is the machine overloaded?")
+        Issue.record("all 4 attempts differ from the ramp: \(spoiled.joined(separator: " | "))")
     }
 
     /// Plays the ramp into a two-channel recorder for just over a second; returns how each
