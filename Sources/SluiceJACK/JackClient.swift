@@ -37,7 +37,7 @@ public final class JackClient: @unchecked Sendable {
 
     /// Whether the `libjack` loaded is PipeWire's JACK layer (`pw-jack`), which says so in
     /// its version string; jack2 and JACK1 do not.
-    public static let isPipeWire: Bool = {
+    static let isPipeWire: Bool = {
         guard let version = jack_get_version_string() else { return false }
         return String(cString: version).contains("PipeWire")
     }()
