@@ -26,10 +26,13 @@ func sluiceJackXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
     return 0
 }
 
-/// [notification-thread] The server is gone: only sets a flag.
+/// [notification-thread] The server is gone: sets a flag and wakes the control loop.
 func sluiceJackShutdown(_ argument: UnsafeMutableRawPointer?) {
     // SAFETY: as for the process callback.
-    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.serverGone.store(true, ordering: .releasing) }
+    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { engine in
+        engine.serverGone.store(true, ordering: .releasing)
+        engine.news?.post()
+    }
 }
 
 /// [notification-thread] The server's rate: a change from the graph's ends the run (the
@@ -37,7 +40,10 @@ func sluiceJackShutdown(_ argument: UnsafeMutableRawPointer?) {
 func sluiceJackSampleRate(_ rate: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     // SAFETY: as for the process callback.
     Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { engine in
-        if Int(rate) != engine.sampleRate { engine.changedRate.store(Int(rate), ordering: .releasing) }
+        if Int(rate) != engine.sampleRate {
+            engine.changedRate.store(Int(rate), ordering: .releasing)
+            engine.news?.post()
+        }
     }
     return 0
 }
@@ -47,7 +53,10 @@ func sluiceJackSampleRate(_ rate: jack_nframes_t, _ argument: UnsafeMutableRawPo
 func sluiceJackPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?) {
     guard registered != 0 else { return }
     // SAFETY: as for the process callback.
-    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.portsChanged.store(true, ordering: .releasing) }
+    Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { engine in
+        engine.portsChanged.store(true, ordering: .releasing)
+        engine.news?.post()
+    }
 }
 
 /// [notification-thread] JACK asks for our ports' latency ranges.

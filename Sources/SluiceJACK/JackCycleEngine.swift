@@ -45,6 +45,10 @@ final class JackCycleEngine: @unchecked Sendable {
     private let durations: UnsafeMutablePointer<UInt32>
     private let durationCount = Atomic<Int>(0)
 
+    /// The run's control loop: posted from the notification callbacks whenever `failure` or
+    /// the device's `service` has something new, so the loop need not look for it often.
+    let news: WakeSignal?
+
     /// RealtimeSanitizer's enter/exit, in sanitizer runs only.
     private let hooks: JackRealtimeHooks?
 
@@ -59,9 +63,11 @@ final class JackCycleEngine: @unchecked Sendable {
 
     init(
         cycle: GraphCycle, client: OpaquePointer, sampleRate: Int,
-        playbackChannels: [Int], playbackIndices: [Int], captureChannels: [Int], captureIndices: [Int]
+        playbackChannels: [Int], playbackIndices: [Int], captureChannels: [Int], captureIndices: [Int],
+        news: WakeSignal? = nil
     ) {
         self.cycle = Unmanaged.passUnretained(cycle)
+        self.news = news
         self.client = client
         self.sampleRate = sampleRate
         hooks = JackRealtimeHooks.installed
@@ -343,8 +349,11 @@ final class JackCycleEngine: @unchecked Sendable {
             }
         }
         // Reading the sinks' playback latency here could sleep the same way: the control
-        // thread reads it instead, at its next look (within 50 ms).
-        if !captureMode { outputLatencyStale.store(true, ordering: .releasing) }
+        // thread reads it instead, woken to.
+        if !captureMode {
+            outputLatencyStale.store(true, ordering: .releasing)
+            news?.post()
+        }
     }
 
     /// The widest range over `count` ports.

@@ -45,6 +45,8 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     /// Endpoints whose `connect` ports had not all appeared at the start, with the monotonic
     /// second they must have by and why they were missing (`wait-for-ports`).
     private var awaitedPorts: [String: (deadline: Double, problem: String)] = [:]
+    /// The run's control loop, woken by the engine's notification callbacks.
+    private var controlWake: WakeSignal?
 
     init(server: String?, clientName: String, sinks: [Endpoint], sources: [Endpoint]) {
         self.server = server
@@ -197,7 +199,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
             playbackChannels: playbackEndpoints.map { cycle.playbackChannels($0.index) },
             playbackIndices: playbackEndpoints.map(\.index),
             captureChannels: captureEndpoints.map { cycle.captureChannels($0.index) },
-            captureIndices: captureEndpoints.map(\.index))
+            captureIndices: captureEndpoints.map(\.index), news: controlWake)
         registered = []
         // Sinks that name the same ports mix into them: the first registers them, the later
         // ones add to what it wrote, and take their connections from it.
@@ -293,6 +295,16 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         processThread = 0
         JackLibraryMessages.reportDropped()
     }
+
+    /// The engine posts `signal` from JACK's notification thread: the server went away, its
+    /// rate changed, a port appeared, a latency changed.
+    public func wakesControl(with signal: WakeSignal) -> Bool {
+        controlWake = signal
+        return true
+    }
+
+    /// While a `wait-for-ports` deadline runs: nothing posts its passing.
+    public var wantsFrequentLooks: Bool { !awaitedPorts.isEmpty }
 
     /// The client's JACK process thread while it is activated (0: none).
     private var processThread: UInt = 0

@@ -57,6 +57,22 @@ import Testing
         #expect(sink.clock?.isRunning == false)
     }
 
+    @Test("the peak buffered is the fullest the sink's edge held, to a period, however seldom the run looks")
+    func peakBufferedIsTheEdgesFullest() throws {
+        // A free source fills the sink's edge (24 000 frames) at every refill, once half of it
+        // has played; a clocked sink at 10× takes a period every half millisecond, so the run
+        // (0.1 s) refills every 25 ms, and a look every 50 ms would find the edge that full
+        // about once in fifty.
+        let sink = CollectingSink(pace: .realtime(speed: 10))
+        let live = try LiveRun(graph: compile(frames: 48_000, sink: sink))
+        let capacity = live.runtime.sinks[0].writer.capacityUnits
+        let report = try live.run()
+        let peak = report.peakBufferedSeconds * Double(Self.rate)
+        #expect(peak <= Double(capacity) + 1e-6, "peak \(peak) frames in an edge of \(capacity)")
+        // The playhead may take a period between the worker's look at the room and its commit.
+        #expect(peak >= Double(capacity - 256) - 1e-6, "peak \(peak) frames in an edge of \(capacity)")
+    }
+
     @Test func statusReportsPositionAndWhatIsStillToBuffer() throws {
         // A source at half real time, a device at 20× real time: playback waits for 0.1 s.
         var registry = NodeRegistry()

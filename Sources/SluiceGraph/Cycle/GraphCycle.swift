@@ -208,9 +208,13 @@ public final class GraphCycle: @unchecked Sendable {
         return regions
     }
 
-    /// [audio-thread] Makes the `frames` frames written into `captureRegions` visible.
+    /// [audio-thread] Makes the `frames` frames written into `captureRegions` visible, and
+    /// wakes the reader when it is the worker (a node mixing live input with a provider's).
     public func commitCapture(_ index: Int, frames: Int) {
-        captureRecords[index].writer?._withUnsafeGuaranteedRef { $0.commit(frames) }
+        captureRecords[index].writer?._withUnsafeGuaranteedRef { writer in
+            writer.commit(frames)
+            writer.wakeReader()
+        }
     }
 
     /// [audio-thread] Whether device source `index` feeds the direct section: its period is

@@ -4,8 +4,8 @@
 /// JACK client per server), shared by every endpoint with that key.
 ///
 /// Lifecycle: made by the compiler for a live graph (`DeviceEndpoint.makeDevice`) → endpoints
-/// attached → `start(_:)` once the runtime is prepared → `service()` every few milliseconds →
-/// `stop()`.
+/// attached → `wakesControl(with:)` → `start(_:)` once the runtime is prepared → `service()`
+/// at the run's looks → `stop()`.
 public protocol GraphDevice: AnyObject, Sendable {
     /// [control-thread] Starts calling `cycle` from the device's real-time thread: ports,
     /// callbacks, activation, connections. Returns once the device runs.
@@ -18,9 +18,17 @@ public protocol GraphDevice: AnyObject, Sendable {
     /// nil. A live run polls it and ends with the error instead of waiting for a dead device.
     var failure: (any Error)? { get }
 
-    /// [control-thread] Housekeeping the run's control loop calls every few milliseconds
-    /// while the device runs: connections re-applied to ports that appeared again.
+    /// [control-thread] Housekeeping the run's control loop calls at each of its looks while
+    /// the device runs: connections re-applied to ports that appeared again.
     func service()
+    /// [control-thread] Before `start`: `signal` wakes the run's control loop. A device that
+    /// posts it (from any thread) whenever `failure` or `service()` has news — its server went
+    /// away, a port appeared, a latency changed — returns true, and the loop then looks only
+    /// when woken (or `wantsFrequentLooks`); one that returns false is looked at every 50 ms.
+    func wakesControl(with signal: WakeSignal) -> Bool
+    /// [control-thread] Whether the control loop should look every 50 ms even so: news the
+    /// device cannot post, such as a deadline passing.
+    var wantsFrequentLooks: Bool { get }
 
     /// [control-thread] Connects (or, with `connected` false, disconnects) two ports while the
     /// device runs: one of its own (by its short or full name) and any other, in either
@@ -36,6 +44,8 @@ public protocol GraphDevice: AnyObject, Sendable {
 extension GraphDevice {
     public var xruns: Int { 0 }
     public func service() {}
+    public func wakesControl(with signal: WakeSignal) -> Bool { false }
+    public var wantsFrequentLooks: Bool { false }
     public func route(_ first: String, _ second: String, connected: Bool) throws -> (from: String, to: String) {
         throw DeviceRoutingError("this graph's device has no ports to connect")
     }

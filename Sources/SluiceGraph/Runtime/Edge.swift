@@ -52,6 +52,11 @@ public class EdgeWriter {
 final class FrameEdgeWriter: EdgeWriter {
     private var audio: RingProducer<Float>
     private let channels: Int
+    /// Whether each commit notes how full the ring is (`takeFillPeak`): a live sink's edge,
+    /// whose fill a run reports as its peak buffered audio.
+    var tracksFill = false
+    /// The most frames the ring held at a commit since `takeFillPeak` last took it.
+    private let fillPeak = Atomic<Int>(0)
 
     init(format: StreamFormat, audio: consuming RingProducer<Float>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
         self.audio = audio
@@ -59,12 +64,24 @@ final class FrameEdgeWriter: EdgeWriter {
         super.init(format: format, markers: markers, readerWake: readerWake)
     }
 
+    /// [any-thread] The most frames the edge held since the last call, and starts again from
+    /// zero. The edge is fullest just after a commit, so this is the exact peak, where a look
+    /// now and then would find the playhead has already taken some of it.
+    func takeFillPeak() -> Int { fillPeak.exchange(0, ordering: .relaxed) }
+
     override public func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
         let first = audio.writableRegions().first
         return (UnsafeMutableRawPointer(first.baseAddress), first.count / channels)
     }
 
-    override func commitAudio(_ units: Int) { audio.commit(units * channels) }
+    override func commitAudio(_ units: Int) {
+        audio.commit(units * channels)
+        guard tracksFill else { return }
+        // One writer: a load and a store. A `takeFillPeak` in between loses nothing it has
+        // not already reported, or a smaller fill than it reported.
+        let held = (audio.capacity - audio.availableSlots()) / channels
+        if held > fillPeak.load(ordering: .relaxed) { fillPeak.store(held, ordering: .relaxed) }
+    }
     override public func freeUnits() -> Int { audio.availableSlots() / channels }
     override public var capacityUnits: Int { audio.capacity / channels }
 

@@ -110,6 +110,8 @@ final class GraphRuntime: @unchecked Sendable {
                     workerWake: inCycle[edge.fromNode] ? nil : threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : workerWake,
                     eventWake: eventWake,
                     prerollFrames: preroll)
+                // A live run reports the edge's peak from its commits, not from its looks.
+                writer.tracksFill = live && !fedInCycle
                 if link == nil { writers[edge.fromNode][edge.fromPort] = writer }
                 largestUnits = max(largestUnits, capacity)
                 sinkLinks.append(link)

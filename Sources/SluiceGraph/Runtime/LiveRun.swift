@@ -61,6 +61,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             // The device runs the cycle: its sinks and sources, and the nodes between them.
             if let cycle = runtime.cycle {
                 for device in runtime.graph.devices {
+                    if !device.wakesControl(with: controlWake) { devicesPostNews = false }
                     try device.start(cycle)
                     startedDevices.append(device)
                 }
@@ -130,11 +131,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                 }
             }
             followEvents()
-            // The playheads wake this thread when they post an event, so it only polls: every
-            // 5 ms while an `auto` watermark is being sized (from production over time), else
-            // every 50 ms for the statistics and the device's housekeeping. Each wake-up of an
-            // idle thread is a context switch: at 5 ms they were a quarter of a speech run's CPU.
-            controlWake.wait(timeout: sizingWatermark ? 0.005 : recordsTimeline ? 0.01 : 0.05)
+            controlWake.wait(timeout: nextLook)
         }
         followEvents()
         let failure = shutDown()
@@ -153,6 +150,35 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         if let failure { throw failure }
         return report
     }
+
+    /// Seconds until the control loop looks again unless woken first. The playheads post an
+    /// event (underrun, marker, the end), the devices their news (`GraphDevice.wakesControl`)
+    /// and `cancel` its request, each waking the loop at once; so it looks on its own only
+    /// for what nothing posts: every 5 ms while an `auto` watermark is being sized (from
+    /// production over time), every 10 ms for a timeline's samples, every 50 ms for a status
+    /// observer, for the first buffer's arrival and for a device that cannot post (or waits
+    /// for ports until a deadline); else once a second. Each look of an idle thread is a
+    /// context switch: at 5 ms they were a quarter of a speech run's CPU, and the 50 ms looks
+    /// of the control loop and the worker together a fifth of `sluice run`'s
+    /// (docs/benchmarks.md, "Looking less").
+    private var nextLook: Double {
+        if sizingWatermark { return 0.005 }
+        if recordsTimeline { return 0.01 }
+        if statusObserver != nil || statistics.awaitsFirstBuffer || !devicesPostNews
+            || startedDevices.contains(where: \.wantsFrequentLooks)
+        {
+            return 0.05
+        }
+        return Self.idleLook
+    }
+
+    /// Seconds between the looks of a thread that is woken for everything it waits on: the
+    /// control loop with nothing to sample, the worker, a source whose edge is full. Only a
+    /// safety net.
+    static let idleLook = 1.0
+
+    /// Whether every started device posts its news to the control loop.
+    private var devicesPostNews = true
 
     /// Whether a sink's `auto` watermark is still waiting to be sized.
     private var sizingWatermark: Bool {
@@ -219,7 +245,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                 }
                 continue
             case .full:
-                source.wake?.wait(timeout: 0.05)
+                // The reader posts the wake as it frees room (the worker as it releases, a
+                // playhead once half its edge is free).
+                source.wake?.wait(timeout: Self.idleLook)
             case .waiting:
                 // Paced sources wait on the device clock, which moves a period at a time.
                 sleep(seconds: 0.001)
@@ -252,8 +280,10 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             if !runtime.workerPass() {
                 // Every edge that gained audio or room posted the wake, each post counted: the
                 // pass after waking sees all of them, so the rest are dropped. Left counted,
-                // a hundred voices' posts became as many passes over every processor.
-                if runtime.workerWake?.wait(timeout: 0.05) == true { runtime.workerWake?.drain() }
+                // a hundred voices' posts became as many passes over every processor. So do a
+                // parameter change, a playhead that ran dry (the processors release what they
+                // hold back) and the stop: the timeout is only a safety net.
+                if runtime.workerWake?.wait(timeout: Self.idleLook) == true { runtime.workerWake?.drain() }
             }
         }
     }

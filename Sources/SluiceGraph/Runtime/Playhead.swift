@@ -549,6 +549,9 @@ public final class Playhead: @unchecked Sendable {
             if !atUtteranceBoundary { underrunsValue.add(1, ordering: .relaxed) }
             stateValue.store(State.buffering.rawValue, ordering: .releasing)
             post(.underrunStart, deviceFrame: deviceStart + written, streamFrame: after)
+            // The filler releases what its nodes hold back (a fader's look-ahead, a
+            // crossfader's tail) once it sees the dry spell: now, not at its next look.
+            wake?.post()
         }
         return false
     }

@@ -12,6 +12,13 @@ struct RunStatistics {
         if recordsTimeline { timeline = RunTimeline() }
     }
 
+    /// Whether the first sink's edge has had no audio yet at any look: the time to the first
+    /// buffer is still to be measured, by looking. Not for a sink the cycle feeds: its audio
+    /// is there in the period it is made (and a direct section's never enters the edge).
+    var awaitsFirstBuffer: Bool {
+        report.timeToFirstBuffer == nil && !runtime.sinks.isEmpty && !runtime.sinks[0].fedInCycle
+    }
+
     /// Looks at the buffers at graph time `time`.
     mutating func update(at time: Double, wallTime: Double) {
         now = time
@@ -21,7 +28,10 @@ struct RunStatistics {
         let sink = runtime.sinks[0]
         let written = sink.writer.writtenUnits.load(ordering: .relaxed)
         if report.timeToFirstBuffer == nil && written > 0 { report.timeToFirstBuffer = time }
-        let buffered = Double(written - sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
+        // A live sink's edge notes its fullest since the last look (`tracksFill`): its peak is
+        // exact however seldom the run looks.
+        let held = max(written - sink.playhead.playedFrames, sink.writer.takeFillPeak())
+        let buffered = Double(held) / Double(sink.playhead.sampleRate)
         report.peakBufferedSeconds = max(report.peakBufferedSeconds, buffered)
         if timeline != nil {
             sampleTimeline(at: time, buffered: buffered)
