@@ -17,6 +17,15 @@ import Testing
             chain([("src", "ramp", [:]), ("mid", "pass", [:]), ("out", "collect", [:])], playback: playback))
     }
 
+    /// A live run of `source -> sink`, not started.
+    func sourceToSink(_ source: NodeType, _ sink: CollectingSink, playback: PlaybackSettings) throws -> LiveRun {
+        var registry = NodeRegistry()
+        try registry.register(source)
+        try registry.register(NodeType(CollectingSink.type.descriptor) { _ in sink })
+        return try LiveRun(graph: GraphCompiler(registry: registry, options: .init(isLive: true)).compile(
+            chain([("src", source.descriptor.typeName, [:]), ("out", "collect", [:])], playback: playback)))
+    }
+
     @Test func playsEverythingInOrder() throws {
         let sink = CollectingSink(pace: .free)
         let live = try LiveRun(graph: compile(frames: 30_011, sink: sink))
@@ -77,14 +86,10 @@ import Testing
     func aSourceWaitingForTextSleepsUntilTextArrives() throws {
         let source = TextRampSource()
         let sink = CollectingSink(pace: .free)
-        var registry = NodeRegistry()
-        try registry.register(NodeType(NodeDescriptor(
-            typeName: "text-ramp", kind: .source, summary: "Text in, ramp out.", outputs: [PortDescriptor("out", .frames)])) { _ in source })
-        try registry.register(NodeType(CollectingSink.type.descriptor) { _ in sink })
-        let playback = PlaybackSettings(strategy: .stream, watermark: 0, maxBuffered: 0.5, blockFrames: 256)
-        let graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(
-            chain([("src", "text-ramp", [:]), ("out", "collect", [:])], playback: playback))
-        let live = try LiveRun(graph: graph)
+        let live = try sourceToSink(
+            NodeType(NodeDescriptor(
+                typeName: "text-ramp", kind: .source, summary: "Text in, ramp out.", outputs: [PortDescriptor("out", .frames)])) { _ in source },
+            sink, playback: PlaybackSettings(strategy: .stream, watermark: 0, maxBuffered: 0.5, blockFrames: 256))
         try live.start()
         let ended = WakeSignal()
         let report = ThreadBox<RunReport?>(nil)
@@ -109,14 +114,10 @@ import Testing
 
     @Test func statusReportsPositionAndWhatIsStillToBuffer() throws {
         // A source at half real time, a device at 20× real time: playback waits for 0.1 s.
-        var registry = NodeRegistry()
-        try registry.register(NodeType(RampSource.type.descriptor) { _ in RampSource(rate: Self.rate, frames: 24_000, pace: 0.5) })
         let sink = CollectingSink(pace: .realtime(speed: 20))
-        try registry.register(NodeType(CollectingSink.type.descriptor) { _ in sink })
-        let playback = PlaybackSettings(strategy: .buffered, watermark: 0.1, maxBuffered: 0.5, blockFrames: 256)
-        let graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(
-            chain([("src", "ramp", [:]), ("out", "collect", [:])], playback: playback))
-        let live = try LiveRun(graph: graph)
+        let live = try sourceToSink(
+            NodeType(RampSource.type.descriptor) { _ in RampSource(rate: Self.rate, frames: 24_000, pace: 0.5) },
+            sink, playback: PlaybackSettings(strategy: .buffered, watermark: 0.1, maxBuffered: 0.5, blockFrames: 256))
         try live.start()
         var sawBuffering = false
         while true {
