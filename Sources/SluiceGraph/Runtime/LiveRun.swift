@@ -159,7 +159,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// observer, for the first buffer's arrival and for a device that cannot post (or waits
     /// for ports until a deadline); else once a second. Each look of an idle thread is a
     /// context switch: at 5 ms they were a quarter of a speech run's CPU, and the 50 ms looks
-    /// of the control loop and the worker together a fifth of `sluice run`'s
+    /// of the control loop and the worker together a quarter of `sluice run`'s
     /// (docs/benchmarks.md, "Looking less").
     private var nextLook: Double {
         if sizingWatermark { return 0.005 }
