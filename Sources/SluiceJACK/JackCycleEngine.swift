@@ -64,7 +64,7 @@ final class JackCycleEngine: @unchecked Sendable {
     init(
         cycle: GraphCycle, client: OpaquePointer, sampleRate: Int,
         playbackChannels: [Int], playbackIndices: [Int], captureChannels: [Int], captureIndices: [Int],
-        news: WakeSignal? = nil
+        news: WakeSignal?
     ) {
         self.cycle = Unmanaged.passUnretained(cycle)
         self.news = news

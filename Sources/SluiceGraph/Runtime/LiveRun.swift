@@ -155,9 +155,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// event (underrun, marker, the end), the devices their news (`GraphDevice.wakesControl`)
     /// and `cancel` its request, each waking the loop at once; so it looks on its own only
     /// for what nothing posts: every 5 ms while an `auto` watermark is being sized (from
-    /// production over time, once a reply has begun to arrive), every 10 ms for a timeline's samples, every 50 ms for a status
-    /// observer, for the first buffer's arrival and for a device that cannot post (or waits
-    /// for ports until a deadline); else once a second. Each look of an idle thread is a
+    /// production over time, once a reply has begun to arrive), every 10 ms for a timeline's
+    /// samples, every 50 ms for a status observer, for the first buffer's arrival and for a
+    /// device that cannot post (or waits for ports until a deadline); else once a second. Each look of an idle thread is a
     /// context switch: at 5 ms they were a quarter of a speech run's CPU, and the 50 ms looks
     /// of the control loop and the worker together a quarter of `sluice run`'s
     /// (docs/benchmarks.md, "Looking less").
@@ -237,7 +237,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         // control thread need not look every few milliseconds while no reply comes.
         let sizesWatermark = source === runtime.sources.first
             && runtime.sinks.contains { $0.controller.strategy == .auto }
-        /// The reply (by the unit it began at) whose measurement was posted.
+        // The reply (by the unit it began at) whose measurement was posted.
         var measuredReply: Int?
         let window = min(FlowController.measureSeconds, source.node.expectedDuration ?? FlowController.measureSeconds)
         var idleLooks = 0
