@@ -155,9 +155,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// event (underrun, marker, the end), the devices their news (`GraphDevice.wakesControl`)
     /// and `cancel` its request, each waking the loop at once; so it looks on its own only
     /// for what nothing posts: every 5 ms while an `auto` watermark is being sized (from
-    /// production over time, once a reply has begun to arrive), every 10 ms for a timeline's
-    /// samples, every 50 ms for a status observer, for the first buffer's arrival and for a
-    /// device that cannot post (or waits for ports until a deadline); else once a second. Each look of an idle thread is a
+    /// production over time), every 10 ms for a timeline's samples, every 50 ms for a status
+    /// observer, for the first buffer's arrival and for a device that cannot post (or waits
+    /// for ports until a deadline); else once a second. Each look of an idle thread is a
     /// context switch: at 5 ms they were a quarter of a speech run's CPU, and the 50 ms looks
     /// of the control loop and the worker together a quarter of `sluice run`'s
     /// (docs/benchmarks.md, "Looking less").
@@ -180,14 +180,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// Whether every started device posts its news to the control loop.
     private var devicesPostNews = true
 
-    /// Whether a sink's `auto` watermark is being sized: it buffers a reply that has begun to
-    /// arrive. Not while its edge is empty — before the first reply, or between a served
-    /// graph's replies — when there is nothing to measure.
+    /// Whether a sink's `auto` watermark is still waiting to be sized.
     private var sizingWatermark: Bool {
-        runtime.sinks.contains { sink in
-            sink.controller.strategy == .auto && sink.playhead.state == .buffering
-                && sink.writer.writtenUnits.load(ordering: .relaxed) > sink.playhead.playedFrames
-        }
+        runtime.sinks.contains { $0.controller.strategy == .auto && $0.playhead.state == .buffering }
     }
 
     /// Threads this run started (sources, worker) whose bodies have not returned. Zero once
@@ -232,13 +227,11 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
 
     private func runSource(_ source: SourceSlot) {
         // `auto` sizes its watermark on the control thread once the primary source has made
-        // enough of a reply to measure (FlowController): the source wakes it then, for every
-        // reply (a served graph's too), so playback can start at the next period, and the
-        // control thread need not look every few milliseconds while no reply comes.
-        let sizesWatermark = source === runtime.sources.first
+        // enough audio to measure (FlowController); waking it then, rather than at its next
+        // look (up to 5 ms later), lets playback start at the next period instead of the one
+        // after.
+        var measurementAwaited = source === runtime.sources.first
             && runtime.sinks.contains { $0.controller.strategy == .auto }
-        // The reply (by the unit it began at) whose measurement was posted.
-        var measuredReply: Int?
         let window = min(FlowController.measureSeconds, source.node.expectedDuration ?? FlowController.measureSeconds)
         var idleLooks = 0
         while !stopRequested.load(ordering: .acquiring) {
@@ -246,12 +239,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             if step != .idle { idleLooks = 0 }
             switch step {
             case .progressed:
-                if sizesWatermark {
-                    let reply = source.segmentStartUnits.load(ordering: .relaxed)
-                    if reply != measuredReply && source.segmentProducedSeconds >= window {
-                        measuredReply = reply
-                        controlWake.post()
-                    }
+                if measurementAwaited && source.producedSeconds >= window {
+                    measurementAwaited = false
+                    controlWake.post()
                 }
                 continue
             case .full:
@@ -262,13 +252,6 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                 // Paced sources wait on the device clock, which moves a period at a time.
                 sleep(seconds: 0.001)
             case .idle:
-                // A text-driven source that has spoken all its text (`sluice serve` between
-                // replies, `speak -` between an LLM's tokens) has nothing until more comes,
-                // and text wakes the thread: it sleeps until then.
-                if let wake = source.wake, source.waitsForText {
-                    if wake.wait(timeout: Self.idleLook) { idleLooks = 0 }
-                    continue
-                }
                 // A provider with nothing yet (synthesising, waiting for the network or for
                 // text) is looked at again within a millisecond, then, once it has had nothing
                 // for a while, less often (provider.h allows "a few milliseconds"): a hundred
@@ -283,7 +266,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                     sleep(seconds: pause)
                 }
             case .finished:
-                if sizesWatermark { controlWake.post() }
+                if measurementAwaited { controlWake.post() }
                 return
             }
         }
