@@ -77,11 +77,15 @@ public final class PluginIndex: @unchecked Sendable {
         }
     }
 
-    /// Writes the index if anything changed: a new file beside it, renamed into place.
+    /// Writes the index if anything changed: a new file beside it, renamed into place. Records
+    /// of files that no longer exist are left out: every graph command reads the whole index
+    /// before it opens a JACK client, and plugins built in folders since deleted (a build tree,
+    /// a clone in /tmp) would otherwise make it longer, and each start slower, for good.
     public func save() {
         let data: Data? = lock.withLock {
             guard changed else { return nil }
             changed = false
+            records = records.filter { Self.fileState($0.key) != nil }
             return Data(Format.encode(records))
         }
         guard let data else { return }

@@ -33,6 +33,25 @@ struct PluginIndexTests {
         #expect(again.freshRecord(for: plugin.path)?.types == ["x-node"])
     }
 
+    @Test("saving leaves out the records of files that are gone, and keeps the others", .timeLimit(.minutes(1)))
+    func savingPrunesVanishedFiles() throws {
+        let folder = TemporaryFolder()
+        let kept = try folder.write("not really a library", to: "libsluice-kept.so")
+        let gone = try folder.write("not really a library", to: "libsluice-gone.so")
+        let index = PluginIndex(path: folder.file("plugin-index").path)
+        index.remember(kept.path, types: ["kept-node"], error: nil)
+        index.remember(gone.path, types: ["gone-node"], error: nil)
+        index.save()
+        try FileManager.default.removeItem(atPath: gone.path)
+        let later = try folder.write("not really a library", to: "libsluice-new.so")
+        let again = PluginIndex(path: folder.file("plugin-index").path)
+        again.remember(later.path, types: ["new-node"], error: nil)
+        again.save()
+        let bytes = try #require(FileManager.default.contents(atPath: folder.file("plugin-index").path))
+        let records = try #require(PluginIndex.Format.decode(Array(bytes)))
+        #expect(records.mapValues(\.types) == [kept.path: ["kept-node"], later.path: ["new-node"]])
+    }
+
     @Test("not an index: nothing is trusted", arguments: [
         "{\"version\":1,\"plugins\":{}}",
         "sluice-plugin-index 2\n/p\t1\t2\n",
