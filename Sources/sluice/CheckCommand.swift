@@ -3,7 +3,7 @@ import SluiceGraph
 
 struct CheckCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "check",
+        commandName: "check", _superCommandName: SluiceCommand.name,
         abstract: "Check a graph: node types, parameters, links, cycles and formats.",
         discussion: """
             Exits 0 when the graph is valid, 1 with every error (file:line:column, and the fix) \

@@ -6,7 +6,7 @@ import SluiceNodes
 
 struct ConvertCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "convert",
+        commandName: "convert", _superCommandName: SluiceCommand.name,
         abstract: "Convert a sound file's rate, channels and sample format through a graph.",
         discussion: """
             Renders the graph wav.source ! resampler ! fader ! channel-map ! wav.sink offline, \

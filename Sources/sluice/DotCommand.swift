@@ -3,7 +3,7 @@ import SluiceGraph
 
 struct DotCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "dot",
+        commandName: "dot", _superCommandName: SluiceCommand.name,
         abstract: "Print a graph in Graphviz DOT, with the format on every link.",
         discussion: """
             Pipe it to Graphviz: sluice dot graphs/speak.yaml | dot -Tsvg > speak.svg

@@ -4,7 +4,7 @@ import SluiceHost
 
 struct NodesCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "nodes",
+        commandName: "nodes", _superCommandName: SluiceCommand.name,
         abstract: "List every node type with its ports and parameters: the built-in ones and the plugins'.",
         discussion: """
             Plugin node types come from the plugins on the search path (SLUICE_PLUGIN_PATH, then \

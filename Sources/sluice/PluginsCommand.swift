@@ -4,7 +4,7 @@ import SluicePlugins
 
 struct PluginsCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "plugins",
+        commandName: "plugins", _superCommandName: SluiceCommand.name,
         abstract: "List the plugins on the search path, where each was found, and their node types.",
         discussion: """
             Plugins are files named libsluice-<name>.so, searched in order in the graph file's folder \

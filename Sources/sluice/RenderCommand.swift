@@ -6,7 +6,7 @@ import SluiceNodes
 
 struct RenderCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "render",
+        commandName: "render", _superCommandName: SluiceCommand.name,
         abstract: "Render a graph offline, on a virtual clock, as it would play.",
         discussion: """
             The first sink's audio goes to -o/--output (WAV as 32-bit float, or FLAC as 24-bit \

@@ -5,7 +5,7 @@ import SluiceJACK
 
 struct RunCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "run",
+        commandName: "run", _superCommandName: SluiceCommand.name,
         abstract: "Play a graph live (into JACK), until the stream has played out.",
         discussion: """
             Ctrl-C fades out, closes the JACK client and exits 130. A JACK server must be \
@@ -43,7 +43,7 @@ struct RunCommand: ParsableCommand, LoggingCommand {
 
 struct LaunchCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "launch",
+        commandName: "launch", _superCommandName: SluiceCommand.name,
         abstract: "Play a one-line graph live, in the manner of gst-launch.",
         discussion: "sluice launch 'tone frequency=440 duration=2 ! fader ! jack.sink'"
     )

@@ -4,7 +4,7 @@ import SluiceGraph
 
 struct SchemaCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "schema",
+        commandName: "schema", _superCommandName: SluiceCommand.name,
         abstract: "Print a JSON Schema (draft 2020-12) of graph files, for editors.",
         discussion: """
             Made from the node types this host knows: the built-in ones and the plugins on the \

@@ -6,7 +6,7 @@ import SluiceJACK
 
 struct ServeCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve",
+        commandName: "serve", _superCommandName: SluiceCommand.name,
         abstract: "Keep a graph playing, its JACK client and ports up, and take commands while it plays.",
         discussion: """
             Commands come from any number of clients at once: `sluice ctl` or any program over \
@@ -103,7 +103,7 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
 
 struct CtlCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ctl",
+        commandName: "ctl", _superCommandName: SluiceCommand.name,
         abstract: "Send a command to a graph that `sluice serve` runs, and print its reply.",
         discussion: """
             sluice ctl set gain gain 0.5        # node, parameter, value

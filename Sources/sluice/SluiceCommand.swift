@@ -3,8 +3,12 @@ import Foundation
 
 @main
 struct SluiceCommand: ParsableCommand {
+    /// The tool's name, which each subcommand's configuration also gives as its
+    /// `_superCommandName` (see `parseSubcommandDirectly`).
+    static let name = "sluice"
+
     static let configuration = CommandConfiguration(
-        commandName: "sluice",
+        commandName: name,
         abstract: "A real-time audio node graph for Linux: streaming speech into JACK.",
         discussion: ExitStatus.help + "\n\n" + Self.streams,
         subcommands: [RunCommand.self, LaunchCommand.self, ServeCommand.self, CtlCommand.self, CheckCommand.self, RenderCommand.self, DotCommand.self, NodesCommand.self, SchemaCommand.self, ConvertCommand.self,
@@ -33,7 +37,7 @@ struct SluiceCommand: ParsableCommand {
     /// set up from the command's --log-level before it runs.
     static func main() {
         do {
-            var command = try parseAsRoot()
+            var command = try parseSubcommandDirectly(Array(CommandLine.arguments.dropFirst())) ?? parseAsRoot()
             Diagnostics.bootstrap(option: (command as? any LoggingCommand)?.logging.logLevel)
             try command.run()
         } catch {
@@ -41,5 +45,24 @@ struct SluiceCommand: ParsableCommand {
             FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
             Foundation.exit(ExitStatus.usage)
         }
+    }
+
+    /// The subcommand that `arguments` name, parsed as a root of its own, or nil when they
+    /// name none or do not parse so. Parsing from the root reflects over the root's and every
+    /// subcommand's arguments, and probes them twice for `--generate-completion-script`: about
+    /// 2.5 ms of each start, most of it the runtime's protocol-conformance scans, before the
+    /// JACK client can open. Each subcommand names `sluice` as its `_superCommandName`, which
+    /// ArgumentParser skips the probe for (a command of a super-command generates no script)
+    /// and which keeps `sluice <command>` in its help and usage. Any error here (a usage error,
+    /// `--help`, a completion request) comes back as nil, and the caller parses again from the
+    /// root, so messages and scripts are the root's: the direct parse only ever takes arguments
+    /// the root parse would also have given to the same subcommand, since the root's only
+    /// option (`--version`) is no subcommand's.
+    static func parseSubcommandDirectly(_ arguments: [String]) -> ParsableCommand? {
+        guard let name = arguments.first, !name.hasPrefix("-") else { return nil }
+        for subcommand in configuration.subcommands where subcommand._commandName == name || subcommand.configuration.aliases.contains(name) {
+            return try? subcommand.parseAsRoot(Array(arguments.dropFirst()))
+        }
+        return nil
     }
 }

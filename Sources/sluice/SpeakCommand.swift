@@ -5,7 +5,7 @@ import SluiceSpeech
 
 struct SpeakCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
-        commandName: "speak",
+        commandName: "speak", _superCommandName: SluiceCommand.name,
         abstract: "Speak text into JACK (or into a file) through a speech graph.",
         discussion: """
             `sluice speak "Hello."` speaks through the standard graph: espeak → aligner → \

@@ -113,6 +113,12 @@ import Testing
         #expect(outcome.standardError.contains("Usage: sluice render"), "\(outcome.standardError)")
         let unknown = try CLI.sluice(["render", "--no-such-option"])
         #expect(unknown.status == 2)
+        #expect(unknown.standardError.contains("Usage: sluice render"), "\(unknown.standardError)")
+        // A subcommand is parsed on its own first (SluiceCommand.parseSubcommandDirectly);
+        // its help still names it under `sluice`.
+        let commandHelp = try CLI.sluice(["render", "--help"])
+        #expect(commandHelp.status == 0)
+        #expect(commandHelp.standardOutput.contains("USAGE: sluice render"), "\(commandHelp.standardOutput)")
         let help = try CLI.sluice(["--help"])
         #expect(help.status == 0)
         #expect(help.standardOutput.contains("Exit status: 0 success; 1 failure"))
