@@ -148,7 +148,9 @@ let package = Package(
         systemLibrary("CJack", pkgConfig: "jack", apt: "libjack-jackd2-dev"),
         systemLibrary("CSampleRate", pkgConfig: "samplerate", apt: "libsamplerate0-dev"),
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
-        systemLibrary("CSndFile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
+        // Headers only, no pkg-config (whose `-lsndfile` every dependent would link): the
+        // library is opened when a sound file is (SluiceNodes' LibSndFile).
+        .systemLibrary(name: "CSndFile", providers: [.apt(["libsndfile1-dev"])]),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
         systemLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
         systemLibrary("CEspeak", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
@@ -240,7 +242,7 @@ let package = Package(
         .executableTarget(
             name: "sluice",
             dependencies: [
-                "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK", "CSndFile",
+                "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK",
                 "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluicePluginABI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -303,7 +305,8 @@ let package = Package(
             name: "SluiceNodesTests",
             dependencies: [
                 "SluiceNodes", "SluiceAudio", "SluiceGraph", "SluiceTestSupport", "SluiceTestKit", "CSampleRate", "CSndFile",
-            ]
+            ],
+            linkerSettings: [.linkedLibrary("sndfile")]  // the tests read what was written with libsndfile itself
         ),
         .testTarget(
             name: "SluiceGraphTests",
@@ -328,11 +331,13 @@ let package = Package(
         ),
         .testTarget(
             name: "SystemLibraryTests",
-            dependencies: ["CJack", "CSampleRate", "CCurl", "CSndFile"]
+            dependencies: ["CJack", "CSampleRate", "CCurl", "CSndFile"],
+            linkerSettings: [.linkedLibrary("sndfile")]
         ),
         .testTarget(
             name: "SluiceCLITests",
-            dependencies: ["CSndFile", "SluiceTestSupport", "JackTestSupport", "HTTPTestSupport"]
+            dependencies: ["CSndFile", "SluiceTestSupport", "JackTestSupport", "HTTPTestSupport"],
+            linkerSettings: [.linkedLibrary("sndfile")]
         ),
         .testTarget(
             name: "SluiceHTTPProviderTests",

@@ -34,7 +34,10 @@ let package = Package(
                 .product(name: "WebSocketTestSupport", package: sluice),
                 .product(name: "Yams", package: "Yams"),
             ],
-            path: "SluiceBenchmarks"
+            path: "SluiceBenchmarks",
+            // The render suite writes its reference file with libsndfile itself; SluiceNodes
+            // opens the library on use and does not link it.
+            linkerSettings: [.linkedLibrary("sndfile")]
         ),
         // What the C reference clients share: their callback clock and stats line.
         .target(name: "CallbackStats", path: "CallbackStats"),

@@ -3,7 +3,8 @@ import SluiceAudio
 
 // Sound files through libsndfile: reading any format it knows, writing WAV and FLAC, and the
 // text (title, artist…) files carry beside their audio. Nothing else in Sluice calls
-// libsndfile, so its conventions (normalised floats, clipping, string slots) are decided here.
+// libsndfile, so its conventions (normalised floats, clipping, string slots) are decided here;
+// the library itself is opened on the first file (LibSndFile).
 
 /// Why a sound file could not be read or written. The message names the file, so it can be
 /// shown as it is.
@@ -83,11 +84,6 @@ public enum SoundFileString: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// libsndfile's message for the last failure on `handle` (or of the last failed open).
-private func lastError(_ handle: OpaquePointer?) -> String {
-    String(cString: sf_strerror(handle))
-}
-
 /// A sound file opened for reading with libsndfile.
 ///
 /// Two ways to read, for two consumers; use one per reader:
@@ -103,20 +99,23 @@ public final class SoundFileReader {
     public let frames: Int?
     public let path: String
     private let handle: OpaquePointer
+    private let library: LibSndFile
     /// Whether `read(into:)` has to convert to floats because the stored encoding is not one
     /// Sluice reads as bytes.
     private let readsFloats: Bool
 
     public init(path: String) throws(SoundFileError) {
+        let library = try LibSndFile.loaded()
         var info = SF_INFO()
-        guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
-            throw SoundFileError("cannot open '\(path)': \(lastError(nil))")
+        guard let handle = library.open(path, Int32(SFM_READ), &info) else {
+            throw SoundFileError("cannot open '\(path)': \(library.lastError(nil))")
         }
         guard info.channels > 0, info.samplerate > 0 else {
-            sf_close(handle)
+            _ = library.close(handle)
             throw SoundFileError("cannot read '\(path)': it declares \(info.channels) channels at \(info.samplerate) Hz")
         }
         self.handle = handle
+        self.library = library
         self.path = path
         frames = info.frames == sf_count_t(Int64.max) || info.frames < 0 ? nil : Int(info.frames)
         let container = info.format & Int32(SF_FORMAT_TYPEMASK)
@@ -136,7 +135,7 @@ public final class SoundFileReader {
     }
 
     deinit {
-        sf_close(handle)
+        _ = library.close(handle)
     }
 
     public var sampleRate: Int { format.sampleRate }
@@ -152,10 +151,10 @@ public final class SoundFileReader {
         if readsFloats {
             // SAFETY: `wanted` whole F32 frames fit in the buffer, which the caller owns; the
             // bytes are written as floats and read back as bytes, which raw memory allows.
-            let frames = sf_readf_float(handle, base.bindMemory(to: Float.self, capacity: wanted * format.channels), sf_count_t(wanted))
+            let frames = library.readFramesFloat(handle, base.bindMemory(to: Float.self, capacity: wanted * format.channels), sf_count_t(wanted))
             return Int(frames) * format.bytesPerFrame
         }
-        return Int(sf_read_raw(handle, base, sf_count_t(wanted * format.bytesPerFrame)))
+        return Int(library.readRaw(handle, base, sf_count_t(wanted * format.bytesPerFrame)))
     }
 
     /// Reads up to `buffer.count / channels` whole frames as interleaved Float32 (full scale
@@ -167,23 +166,23 @@ public final class SoundFileReader {
         guard wanted > 0 else { return 0 }
         // SAFETY: libsndfile writes at most `wanted` frames of `channels` floats, which fit
         // in `buffer`.
-        let read = Int(sf_readf_float(handle, base, sf_count_t(wanted)))
-        if read < wanted && sf_error(handle) != Int32(SF_ERR_NO_ERROR) {
-            throw SoundFileError("cannot read '\(path)': \(lastError(handle))")
+        let read = Int(library.readFramesFloat(handle, base, sf_count_t(wanted)))
+        if read < wanted && library.error(handle) != Int32(SF_ERR_NO_ERROR) {
+            throw SoundFileError("cannot read '\(path)': \(library.lastError(handle))")
         }
         return read
     }
 
     /// Goes back to the first frame.
     public func rewind() throws(SoundFileError) {
-        guard sf_seek(handle, 0, SEEK_SET) == 0 else {
-            throw SoundFileError("cannot go back to the start of '\(path)': \(lastError(handle))")
+        guard library.seek(handle, 0, SEEK_SET) == 0 else {
+            throw SoundFileError("cannot go back to the start of '\(path)': \(library.lastError(handle))")
         }
     }
 
     /// The file's text of this kind, or nil when it has none.
     public func string(_ kind: SoundFileString) -> String? {
-        guard let text = sf_get_string(handle, kind.code) else { return nil }
+        guard let text = library.getString(handle, kind.code) else { return nil }
         return String(cString: text)
     }
 }
@@ -209,6 +208,7 @@ public final class SoundFileWriter {
     public let sampleFormat: SampleFormat
     /// Nil once closed.
     private var handle: OpaquePointer?
+    private let library: LibSndFile
     /// Frames gathered and not yet handed to libsndfile.
     private let buffer: UnsafeMutablePointer<Float>
     private let bufferFrames: Int
@@ -239,14 +239,16 @@ public final class SoundFileWriter {
             case .s32le: Int32(SF_FORMAT_PCM_32)
             case .f32le: Int32(SF_FORMAT_FLOAT)
             }
+        let library = try LibSndFile.loaded()
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
         info.format = container.code | encoding
-        guard let handle = sf_open(path, Int32(SFM_WRITE), &info) else {
-            throw SoundFileError("cannot write '\(path)': \(lastError(nil))")
+        guard let handle = library.open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError("cannot write '\(path)': \(library.lastError(nil))")
         }
         self.handle = handle
+        self.library = library
         self.path = path
         self.channels = channels
         bufferFrames = max(1, Self.bufferSamples / channels)
@@ -255,14 +257,14 @@ public final class SoundFileWriter {
         self.container = container
         self.sampleFormat = sampleFormat
         // Float → integer conversion clips rather than wraps.
-        sf_command(handle, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        _ = library.command(handle, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
         // No PEAK chunk: it stores the time of writing, and renders must be byte-identical.
-        sf_command(handle, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
+        _ = library.command(handle, Int32(SFC_SET_ADD_PEAK_CHUNK), nil, Int32(SF_FALSE))
         // Sorted, so the file's bytes do not depend on dictionary order.
         for (kind, text) in strings.sorted(by: { $0.key.code < $1.key.code }) {
-            guard sf_set_string(handle, kind.code, text) == 0 else {
-                let reason = lastError(handle)
-                sf_close(handle)
+            guard library.setString(handle, kind.code, text) == 0 else {
+                let reason = library.lastError(handle)
+                _ = library.close(handle)
                 self.handle = nil
                 throw SoundFileError("cannot store the \(kind.rawValue) in '\(path)': \(reason)")
             }
@@ -272,7 +274,7 @@ public final class SoundFileWriter {
     deinit {
         if let handle {
             try? flush(handle)
-            sf_close(handle)
+            _ = library.close(handle)
         }
         buffer.deallocate()
     }
@@ -305,9 +307,9 @@ public final class SoundFileWriter {
     }
 
     private func writeThrough(_ handle: OpaquePointer, _ samples: UnsafePointer<Float>, frames: Int) throws(SoundFileError) {
-        let written = sf_writef_float(handle, samples, sf_count_t(frames))
+        let written = library.writeFramesFloat(handle, samples, sf_count_t(frames))
         guard written == frames else {
-            throw SoundFileError("cannot write '\(path)': \(lastError(handle))")
+            throw SoundFileError("cannot write '\(path)': \(library.lastError(handle))")
         }
     }
 
@@ -318,12 +320,13 @@ public final class SoundFileWriter {
         do {
             try flush(handle)
         } catch {
-            sf_close(handle)
+            _ = library.close(handle)
             throw error
         }
-        let result = sf_close(handle)
+        let result = library.close(handle)
         guard result == 0 else {
-            throw SoundFileError("cannot finish '\(path)': \(String(cString: sf_error_number(result)))")
+            let reason = library.errorNumber(result).map { String(cString: $0) } ?? "error \(result)"
+            throw SoundFileError("cannot finish '\(path)': \(reason)")
         }
     }
 }
