@@ -91,6 +91,12 @@ static const sluice_node_descriptor_t espeak_descriptor = {
  * come sooner (a condition signal); this only bounds one lost to `cancel`, which signals
  * without taking the lock (it must not block). */
 #define WAIT_BACKSTOP_NS (20 * 1000 * 1000)
+/* The same bound for the synthesis thread waiting for its next utterance, which is most of a
+ * served voice's life. What ends that wait comes with the lock held (an utterance completed,
+ * spilled audio read, `destroy`), so it is never lost; only a `cancel` can be missed, and an
+ * idle thread has nothing to cancel. Looking every 20 ms there was 50 wake-ups a second per
+ * idle voice. */
+#define IDLE_BACKSTOP_NS (999 * 1000 * 1000)
 /* How long `read` waits for audio the synthesis is about to deliver (the current utterance's
  * text is complete) before it returns "would block": short, as provider.h asks, but long
  * enough that the host rarely polls. (Offline renders no longer need it: the renderer stands
@@ -370,7 +376,7 @@ static void *synthesis_thread(void *argument) {
          * held most of its text (1.2 MB each at 128 voices). */
         while (!should_stop(self) &&
                (self->pending == NULL || !self->pending->complete || self->overflow_count > 0)) {
-            wait_briefly(&self->changed, &self->lock);
+            wait_for(&self->changed, &self->lock, IDLE_BACKSTOP_NS);
         }
         if (should_stop(self)) break;
         utterance_t *utterance = self->pending;

@@ -271,13 +271,23 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         textCall { instance, error in vtable.end_utterance!(instance, error) }
     }
 
-    /// Every planned utterance has ended and none is under way.
+    /// Every planned utterance has ended, none is under way, and more text may come. Once the
+    /// text has ended it is false: the stream does not pause for text there but ends, which
+    /// the plugin says at a later `read`, and a source thread asleep for text would not make
+    /// it (it held the last utterance's processed tail back a whole second).
     public var hasSpokenAllText: Bool {
-        !inUtterance && plan.withLock { Int(utterance) >= $0.utterances.count }
+        !textEnded.load(ordering: .acquiring) && !inUtterance && plan.withLock { Int(utterance) >= $0.utterances.count }
     }
+
+    /// Whether `finishText` was called: no more text comes.
+    private let textEnded = Atomic<Bool>(false)
 
     public func finishText() {
         textSide.withLock { side in vtable.end_text!(side.instance) }
+        textEnded.store(true, ordering: .releasing)
+        // The end of the text is news too: a source thread asleep because all the text so far
+        // was spoken (`hasSpokenAllText`) must look again to end the stream.
+        textArrived()
     }
 
     /// Barge-in: the plugin's instance is cancelled (a read under way returns at once) and a
@@ -293,6 +303,9 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
             vtable.destroy!(fresh)
             return nil
         }
+        // `produce` adopts the fresh instance (its markers, the discontinuity) with no new
+        // text: a source thread asleep for text must look.
+        defer { textArrived() }
         return textSide.withLock { side -> UtteranceID in
             vtable.cancel!(side.instance)
             side.retired.append(side.instance)

@@ -82,6 +82,36 @@ import Testing
         #expect(peak >= Double(capacity - 256) - 1e-6, "peak \(peak) frames in an edge of \(capacity)")
     }
 
+    @Test("a text source that has spoken all its text is not looked at until more comes, and what comes plays")
+    func aSourceWaitingForTextSleepsUntilTextArrives() throws {
+        let source = TextRampSource()
+        let sink = CollectingSink(pace: .free)
+        let live = try sourceToSink(
+            NodeType(NodeDescriptor(
+                typeName: "text-ramp", kind: .source, summary: "Text in, ramp out.", outputs: [PortDescriptor("out", .frames)])) { _ in source },
+            sink, playback: PlaybackSettings(strategy: .stream, watermark: 0, maxBuffered: 0.5, blockFrames: 256))
+        try live.start()
+        let ended = WakeSignal()
+        let report = ThreadBox<RunReport?>(nil)
+        let waiter = GraphThread(name: "test-wait") {
+            report.value = try? live.wait()
+            ended.post()
+        }
+        // Waiting for its first text: a source thread polling a provider looks every 1–4 ms
+        // (about 170 looks in half a second); one that sleeps until text looks once or twice.
+        sleep(seconds: 0.5)
+        let idleLooks = source.produceCalls.load(ordering: .relaxed)
+        #expect(idleLooks <= 4, "the source was looked at \(idleLooks) times while it waited for text")
+        source.receive(text: "abc")
+        let deadline = monotonicSeconds() + 10
+        while source.producedFrames.load(ordering: .acquiring) < 300 && monotonicSeconds() < deadline { sleep(seconds: 0.001) }
+        source.finishText()
+        #expect(ended.wait(timeout: 10), "the run did not end")
+        waiter.join()
+        #expect(report.value != nil)
+        #expect(firstDifference(sink.samples, (0..<300).map { RampSource.sample($0, 0) }) == nil)
+    }
+
     @Test func statusReportsPositionAndWhatIsStillToBuffer() throws {
         // A source at half real time, a device at 20× real time: playback waits for 0.1 s.
         let sink = CollectingSink(pace: .realtime(speed: 20))

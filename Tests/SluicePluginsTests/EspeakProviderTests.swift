@@ -411,6 +411,35 @@ import Testing
         #expect(!Self.sameLength(fromSeparate.bytes / 2, fromWhole.bytes / 2), "\(fromSeparate.bytes) vs \(fromWhole.bytes)")
     }
 
+    /// A live run's source thread sleeps while the source has spoken all its text, until the
+    /// source calls the wake it was given: every change a `produce` must see calls it.
+    @Test("text, its end and an interrupt each wake a live run's source thread")
+    func textWakesTheSourceThread() throws {
+        let graph = try Plugins.compile(Self.graph(""), libraries: [try Self.library()])
+        let voice = try #require(graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
+        let wakes = Atomic<Int>(0)
+        voice.onTextArrival { wakes.add(1, ordering: .relaxed) }
+        voice.receive(text: "Hello.")
+        let afterText = wakes.load(ordering: .relaxed)
+        #expect(afterText > 0)
+        #expect(voice.interrupt(changing: [:]) != nil)
+        let afterInterrupt = wakes.load(ordering: .relaxed)
+        #expect(afterInterrupt > afterText)
+        voice.finishText()
+        #expect(wakes.load(ordering: .relaxed) > afterInterrupt)
+    }
+
+    /// A source that has spoken all its text sleeps in a live run until text comes; once the
+    /// text has ended there is none to wait for, and the thread must look on to see the end.
+    @Test("all text spoken means waiting for more only until the text ends")
+    func spokenAllTextUntilTheEnd() throws {
+        let graph = try Plugins.compile(Self.graph(""), libraries: [try Self.library()])
+        let voice = try #require(graph.nodes.first { $0.name == "voice" }?.instance as? PluginProviderSource)
+        #expect(voice.hasSpokenAllText)
+        voice.finishText()
+        #expect(!voice.hasSpokenAllText)
+    }
+
     // MARK: 5. Cancel, destroy, two instances
 
     /// The synthesis is stalled inside the utterance (ring full, engine held) when the

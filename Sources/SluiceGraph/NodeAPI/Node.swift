@@ -165,7 +165,9 @@ public protocol TextDrivenSource: SourceNode {
     /// the source cannot, or the values would change its output format.
     func interrupt(changing parameters: [String: ParameterValue]) -> UtteranceID?
     /// [source-thread] Whether every utterance received so far has been spoken to its end and no
-    /// more text waits: the stream pauses here until more text comes. False by default.
+    /// more text waits: the stream pauses here until more text comes, and a live run's source
+    /// thread sleeps until `onTextArrival`'s wake (so a source that says true here calls it
+    /// on new text, on the end of the text and on an interrupt). False by default.
     var hasSpokenAllText: Bool { get }
     /// [any-thread] Whether the source marks where each word's audio begins (`word` markers),
     /// so what was heard is known to the word. False by default.

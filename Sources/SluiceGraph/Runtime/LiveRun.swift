@@ -155,11 +155,11 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// event (underrun, marker, the end), the devices their news (`GraphDevice.wakesControl`)
     /// and `cancel` its request, each waking the loop at once; so it looks on its own only
     /// for what nothing posts: every 5 ms while an `auto` watermark is being sized (from
-    /// production over time), every 10 ms for a timeline's samples, every 50 ms for a status
-    /// observer, for the first buffer's arrival and for a device that cannot post (or waits
-    /// for ports until a deadline); else once a second. Each look of an idle thread is a
-    /// context switch: at 5 ms they were a quarter of a speech run's CPU, and the 50 ms looks
-    /// of the control loop and the worker together a quarter of `sluice run`'s
+    /// production over time; `sizingWatermark`), every 10 ms for a timeline's samples, every
+    /// 50 ms for a status observer, for the first buffer's arrival and for a device that
+    /// cannot post (or waits for ports until a deadline); else once a second. Each look of an
+    /// idle thread is a context switch: at 5 ms they were a quarter of a speech run's CPU, and
+    /// the 50 ms looks of the control loop and the worker together a quarter of `sluice run`'s
     /// (docs/benchmarks.md, "Looking less").
     private var nextLook: Double {
         if sizingWatermark { return 0.005 }
@@ -180,9 +180,18 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// Whether every started device posts its news to the control loop.
     private var devicesPostNews = true
 
-    /// Whether a sink's `auto` watermark is still waiting to be sized.
+    /// Whether a sink's `auto` watermark is being sized: it buffers (before the start, or after
+    /// running dry), and a reply is under way or waits in its edge. Not while the primary
+    /// source sleeps for text with nothing left to play (before the first reply, between a
+    /// served graph's replies): there is nothing to measure, and the source wakes the loop as
+    /// it falls asleep and as it wakes (`runSource`). Looking on after an underrun mid-reply
+    /// matters: each look re-estimates the watermark with the slower rate the dry spell shows.
     private var sizingWatermark: Bool {
-        runtime.sinks.contains { $0.controller.strategy == .auto && $0.playhead.state == .buffering }
+        let waitingForText = runtime.sources.first?.sleepsForText.load(ordering: .acquiring) ?? false
+        return runtime.sinks.contains { sink in
+            sink.controller.strategy == .auto && sink.playhead.state == .buffering
+                && (!waitingForText || sink.writer.writtenUnits.load(ordering: .relaxed) > sink.playhead.playedFrames)
+        }
     }
 
     /// Threads this run started (sources, worker) whose bodies have not returned. Zero once
@@ -227,11 +236,13 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
 
     private func runSource(_ source: SourceSlot) {
         // `auto` sizes its watermark on the control thread once the primary source has made
-        // enough audio to measure (FlowController); waking it then, rather than at its next
-        // look (up to 5 ms later), lets playback start at the next period instead of the one
-        // after.
-        var measurementAwaited = source === runtime.sources.first
+        // enough of a reply to measure (FlowController): the source wakes it then, for every
+        // reply (a served graph's too), so playback can start at the next period, and the
+        // control thread need not look every few milliseconds while no reply comes.
+        let sizesWatermark = source === runtime.sources.first
             && runtime.sinks.contains { $0.controller.strategy == .auto }
+        // The reply (by the unit it began at) whose measurement was posted.
+        var measuredReply: Int?
         let window = min(FlowController.measureSeconds, source.node.expectedDuration ?? FlowController.measureSeconds)
         var idleLooks = 0
         while !stopRequested.load(ordering: .acquiring) {
@@ -239,9 +250,16 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             if step != .idle { idleLooks = 0 }
             switch step {
             case .progressed:
-                if measurementAwaited && source.producedSeconds >= window {
-                    measurementAwaited = false
-                    controlWake.post()
+                if source.sleepsForText.load(ordering: .relaxed) {
+                    source.sleepsForText.store(false, ordering: .releasing)
+                    if sizesWatermark { controlWake.post() }
+                }
+                if sizesWatermark {
+                    let reply = source.segmentStartUnits.load(ordering: .relaxed)
+                    if reply != measuredReply && source.segmentProducedSeconds >= window {
+                        measuredReply = reply
+                        controlWake.post()
+                    }
                 }
                 continue
             case .full:
@@ -252,6 +270,17 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                 // Paced sources wait on the device clock, which moves a period at a time.
                 sleep(seconds: 0.001)
             case .idle:
+                // A text-driven source that has spoken all its text (`sluice serve` between
+                // replies, `speak -` between an LLM's tokens) has nothing until more comes,
+                // and text wakes the thread: it sleeps until then.
+                if let wake = source.wake, source.waitsForText {
+                    if !source.sleepsForText.load(ordering: .relaxed) {
+                        source.sleepsForText.store(true, ordering: .releasing)
+                        if sizesWatermark { controlWake.post() }
+                    }
+                    if wake.wait(timeout: Self.idleLook) { idleLooks = 0 }
+                    continue
+                }
                 // A provider with nothing yet (synthesising, waiting for the network or for
                 // text) is looked at again within a millisecond, then, once it has had nothing
                 // for a while, less often (provider.h allows "a few milliseconds"): a hundred
@@ -266,7 +295,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                     sleep(seconds: pause)
                 }
             case .finished:
-                if measurementAwaited { controlWake.post() }
+                if sizesWatermark { controlWake.post() }
                 return
             }
         }

@@ -76,9 +76,23 @@ final class SourceSlot: @unchecked Sendable {
 
     private let minimumRoom: Int
 
+    /// The source as a text-driven one, or nil.
+    private let textSource: (any TextDrivenSource)?
+
+    /// Whether the source thread sleeps because the source has spoken all its text
+    /// (`waitsForText`); set and cleared by that thread, read by the control loop, which
+    /// needs not look for an `auto` watermark to size meanwhile (LiveRun).
+    let sleepsForText = Atomic<Bool>(false)
+
+    /// [source-thread] Whether the source has spoken all the text it was given and waits for
+    /// more: nothing comes of looking at it until text arrives, which posts `wake`
+    /// (`TextDrivenSource.onTextArrival`).
+    var waitsForText: Bool { textSource?.hasSpokenAllText == true }
+
     /// - Parameter chunked: offer room only once a quarter of the edge is free. Not for an
     ///   edge straight into a sink, whose playhead may wait for it to be full.
     init(name: String, node: any SourceNode, ports: NodePorts, output: EdgeWriter, wake: WakeSignal?, chunked: Bool) {
+        textSource = node as? any TextDrivenSource
         minimumRoom = chunked ? max(1, output.capacityUnits / 4) : 1
         self.name = name
         self.node = node
@@ -134,7 +148,7 @@ final class SourceSlot: @unchecked Sendable {
             }
         }
         if marksGapsWhenIdle && producedSinceGap, case .more = status, produced == 0,
-            let text = node as? any TextDrivenSource, text.hasSpokenAllText, output.markerRoom() >= 1
+            waitsForText, output.markerRoom() >= 1
         {
             output.push(Marker(position: output.writtenUnits.load(ordering: .relaxed), event: .discontinuity, isDiscontinuous: true))
             output.wakeReader()

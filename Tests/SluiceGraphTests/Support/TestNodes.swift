@@ -67,6 +67,54 @@ final class RampSource: SourceNode, @unchecked Sendable {
     }
 }
 
+/// A text-driven source for tests: each piece of text owes 100 frames of the ramp
+/// (`RampSource.sample`) per UTF-8 byte, produced as room allows. It counts the calls of its
+/// `produce`, so a test sees how often a run looks at it.
+final class TextRampSource: TextDrivenSource, @unchecked Sendable {
+    let rate = 48000
+    static let framesPerByte = 100
+    private let owed = Mutex<(frames: Int, finished: Bool)>((0, false))
+    private let arrival = Mutex<(@Sendable () -> Void)?>(nil)
+    /// The source thread's alone.
+    private var produced = 0
+    let producedFrames = Atomic<Int>(0)
+    let produceCalls = Atomic<Int>(0)
+
+    func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
+        [.frames(rate: rate, channels: 1)]
+    }
+
+    func produce(_ io: inout ProcessIO, at time: Double) -> SourceStatus {
+        produceCalls.add(1, ordering: .relaxed)
+        let (frames, finished) = owed.withLock { ($0.frames, $0.finished) }
+        guard frames > 0 else { return finished ? .finished : .more }
+        let room = min(io.room(output: 0), frames)
+        let out = io.frames(output: 0)
+        for frame in 0..<room { out[frame] = RampSource.sample(produced + frame, 0) }
+        io.produce(room, output: 0)
+        produced += room
+        owed.withLock { $0.frames -= room }
+        producedFrames.store(produced, ordering: .releasing)
+        return .more
+    }
+
+    func receive(text: String) {
+        owed.withLock { $0.frames += Self.framesPerByte * text.utf8.count }
+        arrival.withLock { $0 }?()
+    }
+
+    func finishText() {
+        owed.withLock { $0.finished = true }
+        arrival.withLock { $0 }?()
+    }
+
+    var hasSpokenAllText: Bool { owed.withLock { $0.frames == 0 } }
+
+    func onTextArrival(_ wake: @escaping @Sendable () -> Void) { arrival.withLock { $0 = wake } }
+
+    func cancel() { finishText() }
+}
+
 /// A sink that keeps what it is given.
 final class CollectingSink: SinkNode, @unchecked Sendable {
     let rate: Int?
