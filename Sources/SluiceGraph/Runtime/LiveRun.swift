@@ -243,6 +243,13 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             && runtime.sinks.contains { $0.controller.strategy == .auto }
         // The reply (by the unit it began at) whose measurement was posted.
         var measuredReply: Int?
+        // The control loop stops and starts its `auto` sizing looks as the source falls asleep
+        // for text and wakes (`sizingWatermark`): it is told of each change.
+        func noteSleepsForText(_ sleeps: Bool) {
+            guard source.sleepsForText.load(ordering: .relaxed) != sleeps else { return }
+            source.sleepsForText.store(sleeps, ordering: .releasing)
+            if sizesWatermark { controlWake.post() }
+        }
         let window = min(FlowController.measureSeconds, source.node.expectedDuration ?? FlowController.measureSeconds)
         var idleLooks = 0
         while !stopRequested.load(ordering: .acquiring) {
@@ -250,10 +257,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             if step != .idle { idleLooks = 0 }
             switch step {
             case .progressed:
-                if source.sleepsForText.load(ordering: .relaxed) {
-                    source.sleepsForText.store(false, ordering: .releasing)
-                    if sizesWatermark { controlWake.post() }
-                }
+                noteSleepsForText(false)
                 if sizesWatermark {
                     let reply = source.segmentStartUnits.load(ordering: .relaxed)
                     if reply != measuredReply && source.segmentProducedSeconds >= window {
@@ -274,10 +278,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                 // replies, `speak -` between an LLM's tokens) has nothing until more comes,
                 // and text wakes the thread: it sleeps until then.
                 if let wake = source.wake, source.waitsForText {
-                    if !source.sleepsForText.load(ordering: .relaxed) {
-                        source.sleepsForText.store(true, ordering: .releasing)
-                        if sizesWatermark { controlWake.post() }
-                    }
+                    noteSleepsForText(true)
                     if wake.wait(timeout: Self.idleLook) { idleLooks = 0 }
                     continue
                 }

@@ -31,11 +31,6 @@ struct LibSndFile: Sendable {
     /// `static let` is initialised once, whichever thread asks first).
     static let shared: Result<LibSndFile, SoundFileError> = load()
 
-    /// The functions, for a command about to open a sound file.
-    static func loaded() throws(SoundFileError) -> LibSndFile {
-        try shared.get()
-    }
-
     private static func load() -> Result<LibSndFile, SoundFileError> {
         // Kept open for the life of the process: the handles it gives out are in use until
         // their files close, and unloading a codec library mid-run gains nothing.

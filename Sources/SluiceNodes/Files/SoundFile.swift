@@ -105,7 +105,7 @@ public final class SoundFileReader {
     private let readsFloats: Bool
 
     public init(path: String) throws(SoundFileError) {
-        let library = try LibSndFile.loaded()
+        let library = try LibSndFile.shared.get()
         var info = SF_INFO()
         guard let handle = library.open(path, Int32(SFM_READ), &info) else {
             throw SoundFileError("cannot open '\(path)': \(library.lastError(nil))")
@@ -239,7 +239,7 @@ public final class SoundFileWriter {
             case .s32le: Int32(SF_FORMAT_PCM_32)
             case .f32le: Int32(SF_FORMAT_FLOAT)
             }
-        let library = try LibSndFile.loaded()
+        let library = try LibSndFile.shared.get()
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
