@@ -542,7 +542,10 @@ extension LiveChainTests {
     func liveChainAddsNoLatency() throws {
         let server = try JackTestServer.shared()
         let direct = try ImpulseProbe.runDirect(server: server.name, prefix: clientName("direct"))
-        #expect(direct.received > 0 && Set(direct.delays) == [0], "direct: \(direct.delays)")
+        // Under PipeWire a new link may carry audio from the next cycle only, for the clients
+        // wired directly as for the chain (seen once: 256, then 0, 0, …): the first is not judged.
+        let directDelays = server.isExternal ? Array(direct.delays.dropFirst()) : direct.delays
+        #expect(direct.received > 1 && Set(directDelays) == [0], "direct: \(direct.delays)")
         for attempt in 1...JackSinkTests.attempts(on: server) {
             let name = clientName("zero")
             let (report, _, live) = try measure(Self.chain(name, faderLength: 0), name: name, server: server)
