@@ -285,6 +285,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     public func stop() {
         engine?.renderState.store(RenderState.silent, ordering: .releasing)
         if activated, let client {
+            letTheCycleFinish(client)
             jack_deactivate(client.handle)
             activated = false
         }
@@ -294,6 +295,28 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         JackLibraryMessages.realtimeThreads.remove(processThread)
         processThread = 0
         JackLibraryMessages.reportDropped()
+    }
+
+    /// [control-thread] Before deactivating: waits until the callback has begun one more
+    /// period, so the server has begun a cycle after the one that carried the last audio.
+    ///
+    /// Why: jack2 switches to the graph without our client at the start of the next cycle even
+    /// when a client downstream (a recorder, another program's input) has not yet run the
+    /// cycle under way — a deactivation forces the switch and reports no xrun — and that late
+    /// client then reads our port as disconnected: silence in place of the last period. Seen
+    /// in a test beside two busy loops, with the server's threads not real-time: the last 160
+    /// frames of a sound lost in 2 starts of about 1,760, none of 2,500 since (docs/jack.md).
+    /// Once a later cycle has begun, every client has either run the earlier one or was
+    /// reported late (an xrun). At most a period (or the timeout, for a server that stopped
+    /// calling us); none when the server is gone.
+    private func letTheCycleFinish(_ client: JackClient) {
+        guard let engine, !engine.serverGone.load(ordering: .acquiring) else { return }
+        let seen = engine.callbacks.load(ordering: .acquiring)
+        let period = Double(jack_get_buffer_size(client.handle)) / Double(max(1, engine.sampleRate))
+        let deadline = Self.monotonicSeconds() + max(0.05, 4 * period)
+        while engine.callbacks.load(ordering: .acquiring) == seen && Self.monotonicSeconds() < deadline {
+            usleep(500)
+        }
     }
 
     /// The engine posts `signal` from JACK's notification thread: the server went away, its

@@ -215,6 +215,22 @@ public final class JackRecorder: @unchecked Sendable {
     /// Process cycles that ran.
     public var cyclesProcessed: Int { realtime.cycles.load(ordering: .acquiring) }
 
+    /// Waits until `count` more process cycles have run than had when called; false on
+    /// timeout. Two are enough to have recorded the cycle under way when called, however
+    /// late this client's thread runs it: the server's threads and ours run without
+    /// real-time priority in the tests, so a loaded machine can hold a cycle back for tens
+    /// of milliseconds.
+    public func waitForCycles(_ count: Int, timeout: Duration) -> Bool {
+        let target = cyclesProcessed + count
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while cyclesProcessed < target {
+            if clock.now >= deadline { return false }
+            usleep(1_000)
+        }
+        return true
+    }
+
     /// Frames lost because a ring was full (whole cycles are dropped, on every channel).
     public var droppedFrames: Int { realtime.droppedFrames.load(ordering: .acquiring) }
 
