@@ -126,6 +126,8 @@ public final class Playhead: @unchecked Sendable {
         // audio in larger pieces for it; the edge still holds the other half. At a quarter,
         // a 3 s edge's wakes were 0.7 % of the periods, enough to set the callback's p99 —
         // half as many took it down by about an eighth (docs/benchmarks.md, "Half the edge").
+        // And only when half of it is free: not every half edge taken, when the filler's own
+        // looks (once a second, `LiveRun.idleLook`) keep a larger edge fuller than that.
         wakeQuantum = max(1, capacityFrames / 2)
         watermarkValue = Atomic(watermarkFrames)
         heldMarkers = .allocate(capacity: Self.heldMarkerCapacity)
@@ -587,7 +589,10 @@ public final class Playhead: @unchecked Sendable {
         streamFramesValue.store(end, ordering: .releasing)
         postReachedMarkers(upTo: end)
         framesSinceWake += copied
-        if framesSinceWake >= wakeQuantum {
+        // Only while the edge is at most half full: a filler that keeps it fuller on its own
+        // looks (the worker's, a source's) needs no wake, and the device thread then makes no
+        // system call at all.
+        if _slowPath(framesSinceWake >= wakeQuantum) && audio.availableElements() / channels <= capacityFrames - wakeQuantum {
             framesSinceWake = 0
             wake?.post()
         }
