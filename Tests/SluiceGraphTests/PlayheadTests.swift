@@ -82,6 +82,35 @@ import Testing
         #expect(posts() == 0)
     }
 
+    @Test("a filler that keeps the edge over half full on its own is not woken; once it falls behind, it is")
+    func noWakeWhileTheEdgeIsFullEnough() {
+        let wake = WakeSignal()
+        let rig = Rig(capacity: 4800, watermark: 512, workerWake: wake)
+        func posts() -> Int {
+            var count = 0
+            while wake.wait(timeout: 0) { count += 1 }
+            return count
+        }
+        rig.write(4800)
+        // The filler tops the edge up every four periods, as its own looks would: far more
+        // than half an edge is taken, but the edge never falls to half.
+        for period in 1...40 {
+            _ = rig.render(256)
+            if period % 4 == 0 { rig.write(1024) }
+        }
+        #expect(posts() == 0)
+        #expect(rig.playhead.playedFrames == 40 * 256)
+        // It stops: once half the edge is free the playhead wakes it, once.
+        var periods = 0
+        while posts() == 0 && periods < 20 {
+            _ = rig.render(256)
+            periods += 1
+        }
+        #expect(periods == 10, "4 800 frames held: the 10th period leaves 2 240, under half")
+        for _ in 0..<4 { _ = rig.render(256) }
+        #expect(posts() == 0)
+    }
+
     @Test func anEndedStreamShorterThanTheWatermarkPlays() {
         let rig = Rig(watermark: 4000)
         rig.write(100)
