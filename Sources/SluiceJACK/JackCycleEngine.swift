@@ -16,6 +16,13 @@ final class JackCycleEngine: @unchecked Sendable {
     private let cycle: Unmanaged<GraphCycle>
     // SAFETY: a jack_client_t* owned by the device, valid while the engine is installed.
     private let client: OpaquePointer
+    /// The cycle's `plan` where this client's ports fit it (one mono port each way), run with
+    /// one call a period; else `.general`, the steps. The ports are the plan's: its sink's,
+    /// and its source's for a chain.
+    private let plan: GraphCycle.Plan
+    // SAFETY: set before activation (`setPlaybackPort`, `setCapturePort`), then only read.
+    private var planPlaybackPort: OpaquePointer?
+    private var planCapturePort: OpaquePointer?
     let sampleRate: Int
     // Endpoints in the cycle's order, each direction with its channel counts, cycle indices
     // and the offset of each endpoint's first port in the flat port array.
@@ -67,6 +74,11 @@ final class JackCycleEngine: @unchecked Sendable {
         news: WakeSignal?
     ) {
         self.cycle = Unmanaged.passUnretained(cycle)
+        switch cycle.plan {
+        case .ringSink where playbackChannels == [1] && captureChannels.isEmpty: plan = .ringSink
+        case .chain where playbackChannels == [1] && captureChannels == [1]: plan = .chain
+        default: plan = .general
+        }
         self.news = news
         self.client = client
         self.sampleRate = sampleRate
@@ -78,7 +90,8 @@ final class JackCycleEngine: @unchecked Sendable {
         scratch.initialize(repeating: 0, count: Self.maximumFrames * widest)
         durations = .allocate(capacity: Self.durationCapacity)
         durations.initialize(repeating: 0, count: Self.durationCapacity)
-        let lines = cycle.periodLines + [playback.block, capture.block].map { UnsafeRawPointer($0) }
+        // The engine's port tables are read by the steps only, not by a plan's period.
+        let lines = cycle.periodLines + (plan == .general ? [playback.block, capture.block].map { UnsafeRawPointer($0) } : [])
         periodLines = .allocate(capacity: max(1, lines.count))
         periodLines.initialize(from: lines, count: lines.count)
         periodLineCount = lines.count
@@ -99,6 +112,7 @@ final class JackCycleEngine: @unchecked Sendable {
     /// [control-thread] Before activation.
     func setPlaybackPort(_ port: OpaquePointer, endpoint: Int, channel: Int) {
         playback.ports[playback.offsets[endpoint] + channel] = port
+        if plan != .general { planPlaybackPort = port }
     }
 
     /// [control-thread] Before activation: `endpoint` plays into ports an earlier endpoint
@@ -110,6 +124,7 @@ final class JackCycleEngine: @unchecked Sendable {
     /// [control-thread] Before activation.
     func setCapturePort(_ port: OpaquePointer, endpoint: Int, channel: Int) {
         capture.ports[capture.offsets[endpoint] + channel] = port
+        if plan == .chain { planCapturePort = port }
     }
 
     // MARK: Audio thread
@@ -134,15 +149,34 @@ final class JackCycleEngine: @unchecked Sendable {
         // SAFETY: the cycle outlives activation (see `cycle`); the guaranteed reference keeps
         // retain/release off the real-time thread.
         cycle._withUnsafeGuaranteedRef { cycle in
-            for endpoint in 0..<capture.count { capture(endpoint, cycle: cycle, nframes: nframes) }
-            for endpoint in 0..<playback.count { preparePlayback(endpoint, cycle: cycle, nframes: nframes) }
-            cycle.process(frames: frames)
-            for endpoint in 0..<playback.count { play(endpoint, cycle: cycle, nframes: nframes) }
+            // The usual shapes in one call each; a port JACK gives no buffer for takes the steps.
+            if plan == .ringSink, let port = planPlaybackPort, let output = jack_port_get_buffer(port, nframes) {
+                // SAFETY: JACK hands a buffer of `nframes` samples for an audio port, valid
+                // for this period.
+                cycle.renderRingSink(into: output.assumingMemoryBound(to: Float.self), frames: frames)
+            } else if plan == .chain, let inPort = planCapturePort, let outPort = planPlaybackPort,
+                let input = jack_port_get_buffer(inPort, nframes), let output = jack_port_get_buffer(outPort, nframes)
+            {
+                // SAFETY: as above; the nodes only read the capture port's buffer.
+                cycle.runChain(
+                    from: input.assumingMemoryBound(to: Float.self), into: output.assumingMemoryBound(to: Float.self), frames: frames)
+            } else {
+                processSteps(cycle, nframes: nframes)
+            }
         }
         let elapsed = nanoseconds() &- started
         let count = durationCount.load(ordering: .relaxed)
         durations[count & (Self.durationCapacity - 1)] = UInt32(truncatingIfNeeded: min(elapsed, UInt64(UInt32.max)))
         durationCount.store(count + 1, ordering: .releasing)
+    }
+
+    /// [audio-thread] The period step by step, for any cycle: capture, the nodes, playback.
+    @inline(never)
+    private func processSteps(_ cycle: GraphCycle, nframes: jack_nframes_t) {
+        for endpoint in 0..<capture.count { capture(endpoint, cycle: cycle, nframes: nframes) }
+        for endpoint in 0..<playback.count { preparePlayback(endpoint, cycle: cycle, nframes: nframes) }
+        cycle.process(frames: Int(nframes))
+        for endpoint in 0..<playback.count { play(endpoint, cycle: cycle, nframes: nframes) }
     }
 
     /// [audio-thread] Whether this period is the first to render: the state is armed and the

@@ -69,6 +69,19 @@ public final class Fader {
         return shape(input, into: output)
     }
 
+    /// `process`'s usual case on plain buffers, for the JACK cycle's frame-for-frame period
+    /// (`FaderNode.frameKernel`): `samples` samples from `input` to `output` (which may be
+    /// the same) with the gain, when there is no look-ahead, nothing held and no cancel; the
+    /// frames made, or nil to have the period go through `process`.
+    @inline(__always)
+    public func processFrameForFrame(_ input: UnsafePointer<Float>, into output: UnsafeMutablePointer<Float>, samples: Int) -> Int? {
+        guard _fastPath(fadeLength == 0 && releasing == 0 && !isCancelled) else { return nil }
+        let frames = samples / channels
+        if UnsafePointer(output) != input { output.update(from: input, count: frames * channels) }
+        finish(output, frames)
+        return frames
+    }
+
     /// `process` with fades: the look-ahead, a release under way, a cancel.
     @inline(never)
     private func shape(

@@ -101,6 +101,7 @@ final class DirectSection {
     /// Swift's runtime sets up on a code path's first use is set up before the real-time
     /// thread runs it (`ProcessorSlot.rehearse` has rehearsed the nodes themselves).
     func warmUp(frames: Int) {
+        for step in steps { step.slot.adoptFrameKernel() }
         for link in 0..<linkCount {
             unbind(link)
             links[link].buffer.update(repeating: 0, count: GraphCycle.maximumFrames * links[link].channels)

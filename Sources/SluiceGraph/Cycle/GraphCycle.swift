@@ -51,7 +51,7 @@ public final class GraphCycle: @unchecked Sendable {
     /// (`latencies[p][c]`), or nil where no path joins them.
     private let latencies: [[Int?]]
     private let overrunCount = Atomic<Int>(0)
-    private let periodCount = Atomic<Int>(0)
+    fileprivate let periodCount = Atomic<Int>(0)
 
     /// Debug builds: `process` runs on one thread at a time, and control functions never on it.
     let threadCheck = ThreadTagCheck("GraphCycle.process")
@@ -87,6 +87,26 @@ public final class GraphCycle: @unchecked Sendable {
     // SAFETY: `direct` outlives the cycle's periods; read without retaining.
     private let directRef: Unmanaged<DirectSection>?
 
+    /// The shape of the cycle when it is one of the two a live graph usually has, which a
+    /// device may run with one call a period (`renderRingSink`, `runChain`) instead of the
+    /// steps above: fewer functions, records and lines for a callback that finds them cold.
+    public enum Plan: Int, Sendable {
+        /// Anything else: the device calls the steps.
+        case general
+        /// One mono device sink playing from its ring, nothing else in the cycle (speech, a
+        /// file, a tone: `tone ! jack.sink`).
+        case ringSink
+        /// One mono device source, frame-for-frame processors, one mono device sink, all on the
+        /// period's buffers (`jack.source -> fader -> jack.sink`).
+        case chain
+    }
+    public let plan: Plan
+    // SAFETY: the one playhead of a `ringSink` or `chain` plan, owned by `playbacks`.
+    private let planPlayhead: Unmanaged<Playhead>?
+    /// A `chain` plan's capture and playback links in the direct section.
+    private let planCaptureLink: Int
+    private let planPlaybackLink: Int
+
     init(processors: [ProcessorSlot], direct: DirectSection?, captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
         self.processors = processors
         processorCount = processors.count
@@ -108,6 +128,20 @@ public final class GraphCycle: @unchecked Sendable {
             (playbackRecords + index).initialize(to: PlaybackRecord(
                 playhead: .passUnretained(playback.playhead), link: playback.directLink ?? -1, seenDrySpells: 0))
         }
+        let plan = Self.plan(processors: processors, direct: direct, captures: captures, playbacks: playbacks)
+        self.plan = plan
+        planPlayhead = plan == .general ? nil : .passUnretained(playbacks[0].playhead)
+        planCaptureLink = plan == .chain ? captures[0].directLink! : -1
+        planPlaybackLink = plan == .chain ? playbacks[0].directLink! : -1
+    }
+
+    private static func plan(processors: [ProcessorSlot], direct: DirectSection?, captures: [Capture], playbacks: [Playback]) -> Plan {
+        guard processors.isEmpty, playbacks.count == 1, playbacks[0].playhead.channels == 1 else { return .general }
+        if captures.isEmpty && direct == nil && playbacks[0].directLink == nil { return .ringSink }
+        if captures.count == 1, captures[0].channels == 1, captures[0].directLink != nil, playbacks[0].directLink != nil, direct != nil {
+            return .chain
+        }
+        return .general
     }
 
     deinit {
@@ -142,6 +176,37 @@ public final class GraphCycle: @unchecked Sendable {
             for step in direct.steps { step.slot.rehearse(blockFrames: blockFrames) }
             direct.warmUp(frames: blockFrames)
         }
+        if plan != .general { rehearsePlan() }
+    }
+
+    /// [control-thread] Runs a period of `plan` on a throwaway cycle of that shape (its own
+    /// playhead and direct section, no processors; this cycle's endpoint nodes stand in as
+    /// names), for the same reason as `warmUp`: the plan's calls reach generic metadata of
+    /// their own the first time.
+    private func rehearsePlan() {
+        let (_, playhead, _) = makeSinkEdge(
+            rate: 48_000, channels: 1, capacityFrames: 64, fadeFrames: 16, watermarkFrames: 0, eventCapacity: 16, workerWake: nil)
+        let silence = UnsafeMutablePointer<Float>.allocate(capacity: 64)
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: 64)
+        defer {
+            silence.deallocate()
+            output.deallocate()
+        }
+        silence.initialize(repeating: 0, count: 64)
+        let playback = Playback(name: "rehearsal", node: playbacks[0].node, playhead: playhead, directLink: plan == .chain ? 0 : nil)
+        switch plan {
+        case .ringSink:
+            let cycle = GraphCycle(processors: [], direct: nil, captures: [], playbacks: [playback], latencies: [[]])
+            cycle.renderRingSink(into: output, frames: 64)
+        case .chain:
+            let capture = Capture(name: "rehearsal", node: captures[0].node, writer: nil, channels: 1, directLink: 0)
+            let cycle = GraphCycle(
+                processors: [], direct: DirectSection(linkChannels: [1], steps: []), captures: [capture], playbacks: [playback],
+                latencies: [[0]])
+            cycle.runChain(from: silence, into: output, frames: 64)
+        case .general:
+            break
+        }
     }
 
     /// [control-thread] The memory a period reads, a line each: the cycle, its records, the
@@ -150,7 +215,10 @@ public final class GraphCycle: @unchecked Sendable {
     /// of following each other's pointers.
     public var periodLines: [UnsafeRawPointer] {
         var lines = cacheLines(of: self, count: 2)
-        lines += [UnsafeRawPointer(processorRefs), UnsafeRawPointer(captureRecords), UnsafeRawPointer(playbackRecords)]
+        // A plan's period does not read the records.
+        if plan == .general {
+            lines += [UnsafeRawPointer(processorRefs), UnsafeRawPointer(captureRecords), UnsafeRawPointer(playbackRecords)]
+        }
         lines += direct?.periodLines ?? []
         for slot in processors { lines += slot.periodLines }
         // The playhead's atomics span several lines.
@@ -311,6 +379,45 @@ public final class GraphCycle: @unchecked Sendable {
             direct.unbind(link)
         }
         return playback.playhead._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames) }
+    }
+}
+
+extension GraphCycle {
+    /// [audio-thread] A whole period of a `ringSink` plan: the sink's playhead renders
+    /// `frames` frames into `output` (its one port's buffer). What `process` and `render` do
+    /// for such a cycle, in one call.
+    ///
+    /// - Returns: whether the stream has finished.
+    @discardableResult
+    public func renderRingSink(into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+        threadCheck.enter()
+        defer { threadCheck.exit() }
+        periodCount.store(periodCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        return planPlayhead.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames) }
+    }
+
+    /// [audio-thread] A whole period of a `chain` plan: the nodes read `input` (the source's
+    /// port buffer) and the last writes `output` (the sink's), then the playhead plays it in
+    /// place. What `capture`, `playInPlace`, `process` and `render` do for such a cycle, in
+    /// one call.
+    ///
+    /// - Returns: whether the stream has finished (cancelled).
+    @discardableResult
+    public func runChain(from input: UnsafeMutablePointer<Float>, into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+        threadCheck.enter()
+        defer { threadCheck.exit() }
+        periodCount.store(periodCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        let captureLink = planCaptureLink, playbackLink = planPlaybackLink
+        directRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { direct in
+            direct.bind(captureLink, to: input)
+            _ = direct.bindOutput(playbackLink, to: output)
+            direct.process(frames: frames)
+            // A sink linked straight to the source (no node between) made nothing of its own.
+            let made = direct.data[playbackLink]
+            if _slowPath(made != output) { output.update(from: made, count: frames) }
+            direct.unbind(playbackLink)
+        }
+        return planPlayhead.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames) }
     }
 }
 

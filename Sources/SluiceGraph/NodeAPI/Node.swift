@@ -89,11 +89,47 @@ public protocol ProcessorNode: Node {
     /// `jack.sink` run straight on the period's buffers, with no ring between them
     /// (docs/architecture.md, "Frame for frame"). False by default.
     var processesFrameForFrame: Bool { get }
+
+    /// [control-thread] For a frame-for-frame node of one input and one output: its usual
+    /// period as one plain function over the period's samples (`FrameKernel`), which the JACK
+    /// cycle's direct section calls in place of `process` — no views, no `ProcessIO`, no
+    /// marker bookkeeping. Asked once the node is prepared; nil (the default) keeps `process`.
+    var frameKernel: FrameKernel? { get }
 }
 
 extension ProcessorNode {
     public func drain(_ io: inout ProcessIO) {}
     public var processesFrameForFrame: Bool { false }
+    public var frameKernel: FrameKernel? { nil }
+}
+
+/// A frame-for-frame node's usual period as a C-style function and its context, as a CLAP or
+/// LV2 host calls a plugin's `process`: `function(context, input, output, samples)` makes
+/// `samples` samples (frames × channels, interleaved) of output from as many of input — the
+/// two may be the same buffer — and returns true; or it changes nothing and returns false, to
+/// have the period go through `process` (a fade, a ramp, anything rare under way).
+///
+/// Why a function pointer rather than a protocol method: the JACK callback finds its code and
+/// data cold each period and pays for every line it touches (docs/benchmarks.md, "Fewer lines
+/// a period"); `process`'s views, `ProcessIO` and marker bookkeeping are lines a node that
+/// multiplies or copies a buffer does not need.
+///
+/// Threading: `function` is [audio-thread] — it allocates nothing, takes no lock, does no
+/// I/O — and runs where `process` would, never at the same time. `context` must stay valid
+/// while the node is prepared (the node itself, unretained, is the usual choice).
+public struct FrameKernel {
+    public typealias Function = @convention(c) (
+        _ context: UnsafeMutableRawPointer, _ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>,
+        _ samples: Int
+    ) -> Bool
+
+    public let context: UnsafeMutableRawPointer
+    public let function: Function
+
+    public init(context: UnsafeMutableRawPointer, function: Function) {
+        self.context = context
+        self.function = function
+    }
 }
 
 /// A node that produces audio on its own thread: a provider, a file, a test signal.

@@ -20,6 +20,11 @@ public final class ProcessorSlot {
     /// Output frames made in the cycle's direct section since the stream began (where its live
     /// parameter changes are timed), for a slot that runs there.
     private var periodFrames = 0
+    /// The node's `frameKernel`, taken apart (`adoptFrameKernel`), and the samples per frame
+    /// it is handed.
+    private var kernelFunction: FrameKernel.Function?
+    private var kernelContext: UnsafeMutableRawPointer?
+    private var kernelChannels = 0
 
     /// The edges as the last step that moved nothing saw them (see `isIdle`), or empty.
     private var idleState: UnsafeMutableBufferPointer<Int>
@@ -226,7 +231,46 @@ extension ProcessorSlot {
     /// offered breaks its promise (`processesFrameForFrame`); the rest of its output is
     /// silence, so the period stays whole. Markers it emits have nowhere to go (nothing in
     /// the section carries them) and are dropped.
+    ///
+    /// A node with a `frameKernel` makes its usual period through it — one call on the two
+    /// buffers — unless a parameter change waits or the kernel declines the period.
+    @inline(__always)
     func processPeriod(
+        edgeData: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, inputEdges: UnsafePointer<Int>,
+        outputEdges: UnsafePointer<Int>, frames: Int
+    ) {
+        if let kernelFunction, let kernelContext, _fastPath(!parametersPending),
+            kernelFunction(kernelContext, edgeData[inputEdges[0]], edgeData[outputEdges[0]], frames &* kernelChannels)
+        {
+            periodFrames &+= frames
+            return
+        }
+        processPeriodThroughPorts(edgeData: edgeData, inputEdges: inputEdges, outputEdges: outputEdges, frames: frames)
+    }
+
+    /// [audio-thread] Whether a live parameter change waits in the queue.
+    @inline(__always)
+    private var parametersPending: Bool {
+        guard let parametersRef else { return false }
+        return parametersRef._withUnsafeGuaranteedRef { $0.hasPending() }
+    }
+
+    /// [control-thread] Takes the node's `frameKernel`, once it is prepared, for the direct
+    /// section's periods (a node of one input and one output only); or drops it.
+    func adoptFrameKernel() {
+        guard ports.inputCount == 1, ports.outputCount == 1, let kernel = node.frameKernel else {
+            kernelFunction = nil
+            kernelContext = nil
+            return
+        }
+        kernelFunction = kernel.function
+        kernelContext = kernel.context
+        kernelChannels = ports.inputs[0].channels
+    }
+
+    /// [audio-thread] `processPeriod` through the node's `process`, with its views.
+    @inline(never)
+    private func processPeriodThroughPorts(
         edgeData: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, inputEdges: UnsafePointer<Int>,
         outputEdges: UnsafePointer<Int>, frames: Int
     ) {

@@ -104,6 +104,28 @@ public final class FaderNode: LiveParameterNode {
         io.produce(produced, output: 0)
     }
 
+    /// With no look-ahead, a period in the JACK cycle is a copy and the gain: done on the
+    /// period's buffers by one call (`Fader.processFrameForFrame`), as a C client would.
+    public var frameKernel: FrameKernel? {
+        guard length == 0 else { return nil }
+        // SAFETY: the node outlives its slot's periods, which hold it; unretained here.
+        return FrameKernel(context: Unmanaged.passUnretained(self).toOpaque(), function: Self.kernelPeriod)
+    }
+
+    private static let kernelPeriod: FrameKernel.Function = { context, input, output, samples in
+        // SAFETY: `context` is this node (`frameKernel`), alive while its slot runs.
+        Unmanaged<FaderNode>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.kernelPeriod(input, output, samples) }
+    }
+
+    @inline(__always)
+    private func kernelPeriod(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, _ samples: Int) -> Bool {
+        guard let faderRef,
+            let frames = faderRef._withUnsafeGuaranteedRef({ $0.processFrameForFrame(input, into: output, samples: samples) })
+        else { return false }
+        framesConsumed += frames
+        return true
+    }
+
     public func receive(_ marker: Marker, on port: Int, _ io: inout ProcessIO) {
         guard let fader else { return }
         var batch = MarkerBatch()

@@ -41,6 +41,33 @@ struct FaderNodeTests {
         #expect(harness.allocations == 0)
     }
 
+    @Test("with no look-ahead the frame kernel makes what process makes: the gain, in place too; it declines once deactivated, and a look-ahead has none")
+    func frameKernel() throws {
+        #expect(FaderNode(length: 64).frameKernel == nil, "a look-ahead holds frames back: not frame for frame")
+        let node = FaderNode(length: 0, gain: 0.5)
+        _ = try ProcessorHarness(node, inputs: [Self.format])  // prepares it
+        let kernel = try #require(node.frameKernel)
+        let input: [Float] = (0..<256).map { Float($0) / 256 - 0.5 }
+        func run(_ output: inout [Float]) -> Bool {
+            input.withUnsafeBufferPointer { source in
+                output.withUnsafeMutableBufferPointer { kernel.function(kernel.context, source.baseAddress!, $0.baseAddress!, 256) }
+            }
+        }
+        var output = [Float](repeating: 9, count: 256)
+        #expect(run(&output))
+        #expect(output == input.map { $0 * 0.5 })
+        // In place, as a chain whose link is its own buffer runs it.
+        var buffer = input
+        let inPlace = buffer.withUnsafeMutableBufferPointer { kernel.function(kernel.context, UnsafePointer($0.baseAddress!), $0.baseAddress!, 256) }
+        #expect(inPlace)
+        #expect(buffer == input.map { $0 * 0.5 })
+        // Deactivated, it has nothing to run with: it declines and leaves the period alone.
+        node.deactivate()
+        var untouched = [Float](repeating: 9, count: 256)
+        #expect(!run(&untouched))
+        #expect(untouched.allSatisfy { $0 == 9 })
+    }
+
     @Test("descriptor: length in frames and gain, with defaults and ranges")
     func descriptor() throws {
         let descriptor = FaderNode.type.descriptor

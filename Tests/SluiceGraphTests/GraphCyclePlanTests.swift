@@ -1,0 +1,103 @@
+import Glibc
+import SluiceAudio
+import SluiceNodes
+import Testing
+@_spi(TestKit) @testable import SluiceGraph
+
+/// The two shapes a live graph usually has, which a device runs with one call a period
+/// (`GraphCycle.Plan`): what each call makes must be what the steps make.
+@Suite struct GraphCyclePlanTests {
+    static let mono = StreamFormat.frames(rate: 48_000, channels: 1)
+
+    static func playhead(channels: Int = 1) -> (FrameEdgeWriter, Playhead) {
+        let (writer, playhead, _) = makeSinkEdge(
+            rate: 48_000, channels: channels, capacityFrames: 4800, fadeFrames: 240,
+            watermarkFrames: 0, eventCapacity: 16, workerWake: nil)
+        return (writer, playhead)
+    }
+
+    /// `jack.source -> fader -> jack.sink` as the runtime builds it: links 0 (the source's) and
+    /// 1 (the sink's), the fader between.
+    static func chain(gain: Float) throws -> (GraphCycle, Playhead) {
+        let node = FaderNode(length: 0, gain: gain)
+        try node.prepare(PrepareContext(inputFormats: [mono], outputFormats: [mono], maximumUnits: 4096, blockFrames: 256))
+        let slot = ProcessorSlot(name: "gain", node: node, ports: NodePorts(inputs: [mono], outputs: [mono]), inputs: [], outputs: [])
+        let direct = DirectSection(linkChannels: [1, 1], steps: [DirectSection.Step(slot: slot, inputs: [0], outputs: [1])])
+        let (_, playhead) = Self.playhead()
+        let cycle = GraphCycle(
+            processors: [], direct: direct,
+            captures: [GraphCycle.Capture(name: "in", node: NullSink(), writer: nil, channels: 1, directLink: 0)],
+            playbacks: [GraphCycle.Playback(name: "out", node: NullSink(), playhead: playhead, directLink: 1)],
+            latencies: [[0]])
+        return (cycle, playhead)
+    }
+
+    @Test("one mono sink on its ring, and a mono source through frame-for-frame nodes to a mono sink, have plans; more sinks or channels take the steps")
+    func plansByShape() throws {
+        func ringCycle(_ playheads: [Playhead]) -> GraphCycle {
+            GraphCycle(
+                processors: [], direct: nil, captures: [],
+                playbacks: playheads.map { GraphCycle.Playback(name: "out", node: NullSink(), playhead: $0, directLink: nil) },
+                latencies: playheads.map { _ in [] })
+        }
+        let ring = ringCycle([Self.playhead().1])
+        #expect(ring.plan == .ringSink)
+        // Its period reads the cycle and the playhead, not the steps' records.
+        #expect(ring.periodLines.count == 2 + 4)
+        #expect(ringCycle([Self.playhead(channels: 2).1]).plan == .general)
+        #expect(ringCycle([Self.playhead().1, Self.playhead().1]).plan == .general)
+        #expect(try Self.chain(gain: 1).0.plan == .chain)
+    }
+
+    @Test("a chain's period is the nodes' output, played in place in the sink's buffer")
+    func chainPeriod() throws {
+        let (cycle, playhead) = try Self.chain(gain: 0.5)
+        cycle.warmUp(blockFrames: 256)
+        var input: [Float] = (0..<256).map { sin(Float($0) * 0.05) }
+        var output = [Float](repeating: 9, count: 256)
+        let finished = input.withUnsafeMutableBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { cycle.runChain(from: source.baseAddress!, into: $0.baseAddress!, frames: 256) }
+        }
+        #expect(!finished)
+        #expect(output == input.map { $0 * 0.5 })
+        #expect(playhead.playedFrames == 256)
+        #expect(cycle.periods == 1)
+        // The source's buffer is only read.
+        #expect(input == (0..<256).map { sin(Float($0) * 0.05) })
+    }
+
+    @Test("a chain with no node between source and sink copies the source's buffer into the sink's")
+    func chainWithoutNodes() throws {
+        let direct = DirectSection(linkChannels: [1], steps: [])
+        let (_, playhead) = Self.playhead()
+        let cycle = GraphCycle(
+            processors: [], direct: direct,
+            captures: [GraphCycle.Capture(name: "in", node: NullSink(), writer: nil, channels: 1, directLink: 0)],
+            playbacks: [GraphCycle.Playback(name: "out", node: NullSink(), playhead: playhead, directLink: 0)],
+            latencies: [[0]])
+        #expect(cycle.plan == .chain)
+        var input: [Float] = (0..<128).map { Float($0) }
+        var output = [Float](repeating: 9, count: 128)
+        input.withUnsafeMutableBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { _ = cycle.runChain(from: source.baseAddress!, into: $0.baseAddress!, frames: 128) }
+        }
+        #expect(output == input)
+    }
+
+    @Test("a ring sink's period is its playhead's render")
+    func ringSinkPeriod() {
+        let (writer, playhead) = Self.playhead()
+        let cycle = GraphCycle(
+            processors: [], direct: nil, captures: [],
+            playbacks: [GraphCycle.Playback(name: "out", node: NullSink(), playhead: playhead, directLink: nil)],
+            latencies: [[]])
+        let region = writer.writableRegion()
+        region.base!.assumingMemoryBound(to: Float.self).update(repeating: 0.25, count: 300)
+        writer.commit(300)
+        var output = [Float](repeating: 9, count: 256)
+        output.withUnsafeMutableBufferPointer { _ = cycle.renderRingSink(into: $0.baseAddress!, frames: 256) }
+        #expect(output == [Float](repeating: 0.25, count: 256))
+        #expect(playhead.playedFrames == 256)
+        #expect(cycle.periods == 1)
+    }
+}
