@@ -194,6 +194,10 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         for (_, index) in playbackEndpoints where cycle.playhead(index).sampleRate != client.sampleRate {
             throw JackError("the graph plays at \(cycle.playhead(index).sampleRate) Hz but JACK server runs at \(client.sampleRate) Hz")
         }
+        // Before the engine lists the lines a period reads: warming up settles what the
+        // period runs (a node's frame kernel is adopted there).
+        for index in 0..<cycle.playbackCount { Playhead.warmUp(channels: cycle.playbackChannels(index)) }
+        cycle.warmUp(blockFrames: client.bufferSize)
         let engine = JackCycleEngine(
             cycle: cycle, client: handle, sampleRate: client.sampleRate,
             playbackChannels: playbackEndpoints.map { cycle.playbackChannels($0.index) },
@@ -235,8 +239,6 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         jack_set_sample_rate_callback(handle, sluiceJackSampleRate, context)
         jack_set_port_registration_callback(handle, sluiceJackPortRegistration, context)
         jack_set_latency_callback(handle, sluiceJackLatency, context)
-        for index in 0..<cycle.playbackCount { Playhead.warmUp(channels: cycle.playbackChannels(index)) }
-        cycle.warmUp(blockFrames: client.bufferSize)
         guard jack_activate(handle) == 0 else { throw JackError("JACK did not activate client '\(client.name)'") }
         activated = true
         processThread = UInt(jack_client_thread_id(handle))

@@ -42,5 +42,13 @@ import Testing
         #expect(queue.periodLines.allSatisfy(lines.contains), "the queue's ring position is not fetched")
         // Nothing a period does not read: a processor between rings would add its own lines.
         #expect(cycle.periodLines.count == 5 + direct.periodLines.count + 4)
+
+        // Once warmed up the fader's frame kernel makes its periods: its ports are not read.
+        try node.prepare(PrepareContext(inputFormats: [mono], outputFormats: [mono], maximumUnits: 4096, blockFrames: 256))
+        cycle.warmUp(blockFrames: 256)
+        let kernelLines = Set(cycle.periodLines)
+        #expect(kernelLines.contains(Self.address(node)) && kernelLines.contains(Self.address(slot)))
+        #expect(!kernelLines.contains(Self.address(ports)), "a kernel's period does not read the ports")
+        #expect(queue.periodLines.allSatisfy(kernelLines.contains), "a waiting change still looks at the queue")
     }
 }

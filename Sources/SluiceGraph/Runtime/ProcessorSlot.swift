@@ -54,8 +54,11 @@ public final class ProcessorSlot {
 
     /// [control-thread] The memory a period of this slot reads: the slot, its node, its ports
     /// and their views, its parameter queue (the first two lines of each object).
+    /// With a frame kernel adopted, the ports and their views are read only by the rare
+    /// periods that go through `process`, so they are left out.
     var periodLines: [UnsafeRawPointer] {
-        cacheLines(of: self, count: 2) + cacheLines(of: node, count: 2) + cacheLines(of: ports, count: 2) + ports.viewLines
+        cacheLines(of: self, count: 2) + cacheLines(of: node, count: 2)
+            + (kernelFunction == nil ? cacheLines(of: ports, count: 2) + ports.viewLines : [])
             + (parameters?.periodLines ?? [])
     }
 
