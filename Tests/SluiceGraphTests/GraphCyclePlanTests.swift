@@ -22,12 +22,16 @@ import Testing
         let node = FaderNode(length: 0, gain: gain)
         try node.prepare(PrepareContext(inputFormats: [mono], outputFormats: [mono], maximumUnits: 4096, blockFrames: 256))
         let slot = ProcessorSlot(name: "gain", node: node, ports: NodePorts(inputs: [mono], outputs: [mono]), inputs: [], outputs: [])
-        let direct = DirectSection(linkChannels: [1, 1], steps: [DirectSection.Step(slot: slot, inputs: [0], outputs: [1])])
+        return chain(DirectSection(linkChannels: [1, 1], steps: [DirectSection.Step(slot: slot, inputs: [0], outputs: [1])]), sinkLink: 1)
+    }
+
+    /// A chain cycle of `direct`: the source on link 0, the sink on `sinkLink`.
+    static func chain(_ direct: DirectSection, sinkLink: Int) -> (GraphCycle, Playhead) {
         let (_, playhead) = Self.playhead()
         let cycle = GraphCycle(
             processors: [], direct: direct,
             captures: [GraphCycle.Capture(name: "in", node: NullSink(), writer: nil, channels: 1, directLink: 0)],
-            playbacks: [GraphCycle.Playback(name: "out", node: NullSink(), playhead: playhead, directLink: 1)],
+            playbacks: [GraphCycle.Playback(name: "out", node: NullSink(), playhead: playhead, directLink: sinkLink)],
             latencies: [[0]])
         return (cycle, playhead)
     }
@@ -68,13 +72,7 @@ import Testing
 
     @Test("a chain with no node between source and sink copies the source's buffer into the sink's")
     func chainWithoutNodes() throws {
-        let direct = DirectSection(linkChannels: [1], steps: [])
-        let (_, playhead) = Self.playhead()
-        let cycle = GraphCycle(
-            processors: [], direct: direct,
-            captures: [GraphCycle.Capture(name: "in", node: NullSink(), writer: nil, channels: 1, directLink: 0)],
-            playbacks: [GraphCycle.Playback(name: "out", node: NullSink(), playhead: playhead, directLink: 0)],
-            latencies: [[0]])
+        let (cycle, _) = Self.chain(DirectSection(linkChannels: [1], steps: []), sinkLink: 0)
         #expect(cycle.plan == .chain)
         var input: [Float] = (0..<128).map { Float($0) }
         var output = [Float](repeating: 9, count: 128)

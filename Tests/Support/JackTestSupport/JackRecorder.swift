@@ -203,11 +203,16 @@ public final class JackRecorder: @unchecked Sendable {
 
     /// Waits until at least `frames` frames are recorded on every channel; false on timeout.
     public func waitForFrames(_ frames: Int, timeout: Duration) -> Bool {
+        Self.wait(until: { framesRecorded >= frames }, timeout: timeout, lookingEvery: 5_000)
+    }
+
+    /// Looks at `condition` every `microseconds` until it holds (true) or `timeout` passes.
+    private static func wait(until condition: () -> Bool, timeout: Duration, lookingEvery microseconds: UInt32) -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
-        while framesRecorded < frames {
+        while !condition() {
             if clock.now >= deadline { return false }
-            usleep(5_000)
+            usleep(microseconds)
         }
         return true
     }
@@ -222,13 +227,7 @@ public final class JackRecorder: @unchecked Sendable {
     /// of milliseconds.
     public func waitForCycles(_ count: Int, timeout: Duration) -> Bool {
         let target = cyclesProcessed + count
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while cyclesProcessed < target {
-            if clock.now >= deadline { return false }
-            usleep(1_000)
-        }
-        return true
+        return Self.wait(until: { cyclesProcessed >= target }, timeout: timeout, lookingEvery: 1_000)
     }
 
     /// Frames lost because a ring was full (whole cycles are dropped, on every channel).
