@@ -54,16 +54,12 @@ public final class Fader {
     public func process(
         _ input: UnsafeBufferPointer<Float>, into output: UnsafeMutableBufferPointer<Float>
     ) -> (framesConsumed: Int, framesProduced: Int) {
-        // No look-ahead, nothing held, not cancelled: a copy and the gain. This is the whole
-        // period of a gain in the JACK cycle, so it stays small enough to inline into the
-        // node's step; shaping (and everything rare) is out of line (docs/benchmarks.md,
-        // "Fewer lines a period").
-        if _fastPath(fadeLength == 0 && releasing == 0 && !isCancelled),
-            let target = output.baseAddress, let source = input.baseAddress
+        // No look-ahead, nothing held, not cancelled: a copy and the gain, small enough to
+        // inline into the node's step; shaping (and everything rare) is out of line
+        // (docs/benchmarks.md, "Fewer lines a period").
+        if let target = output.baseAddress, let source = input.baseAddress,
+            let frames = processFrameForFrame(source, into: target, samples: min(input.count, output.count) / channels * channels)
         {
-            let frames = min(input.count, output.count) / channels
-            target.update(from: source, count: frames * channels)
-            finish(target, frames)
             return (frames, frames)
         }
         return shape(input, into: output)

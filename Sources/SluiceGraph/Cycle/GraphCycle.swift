@@ -51,7 +51,7 @@ public final class GraphCycle: @unchecked Sendable {
     /// (`latencies[p][c]`), or nil where no path joins them.
     private let latencies: [[Int?]]
     private let overrunCount = Atomic<Int>(0)
-    fileprivate let periodCount = Atomic<Int>(0)
+    private let periodCount = Atomic<Int>(0)
 
     /// Debug builds: `process` runs on one thread at a time, and control functions never on it.
     let threadCheck = ThreadTagCheck("GraphCycle.process")
@@ -320,7 +320,7 @@ public final class GraphCycle: @unchecked Sendable {
     public func process(frames: Int) {
         threadCheck.enter()
         defer { threadCheck.exit() }
-        periodCount.store(periodCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        countPeriod()
         // The direct section and the rest share no link, so either may go first.
         directRef?._withUnsafeGuaranteedRef { $0.process(frames: frames) }
         guard processorCount > 0 else { return }
@@ -358,6 +358,13 @@ public final class GraphCycle: @unchecked Sendable {
         }
     }
 
+    /// [audio-thread] One writer (the period's thread): a plain store, not a locked
+    /// read-modify-write.
+    @inline(__always)
+    private func countPeriod() {
+        periodCount.store(periodCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+    }
+
     /// Passes over the cycle's processors in one period, at most.
     static let maximumRounds = 8
 
@@ -392,7 +399,7 @@ extension GraphCycle {
     public func renderRingSink(into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         threadCheck.enter()
         defer { threadCheck.exit() }
-        periodCount.store(periodCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        countPeriod()
         return planPlayhead.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.render(into: output, frames: frames) }
     }
 
@@ -406,7 +413,7 @@ extension GraphCycle {
     public func runChain(from input: UnsafeMutablePointer<Float>, into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         threadCheck.enter()
         defer { threadCheck.exit() }
-        periodCount.store(periodCount.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+        countPeriod()
         let captureLink = planCaptureLink, playbackLink = planPlaybackLink
         directRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { direct in
             direct.bind(captureLink, to: input)
