@@ -236,7 +236,11 @@ extension EspeakProviderTests {
             let stalled = try Self.stalledVoice(engines: 2)
             defer { stalled.destroy() }
             let victim = try RawEspeak(buffer: 0.05, engines: 2)
-            victim.say(EspeakProviderTests.long)
+            // Long enough to be still synthesising when killed: while other voices wait for an
+            // engine (another suite's, in the whole test run) the holder spills and finishes at
+            // full speed, and one `long` (about 12 s of speech) could end first — the utterance
+            // then ended normally (seen once in a whole run of the suite).
+            victim.say(String(repeating: EspeakProviderTests.long + " ", count: 20))
             victim.endText()
             try victim.waitUntil { $0["peak-buffered-bytes"]! >= Int((0.05 * 22_050).rounded()) * 2 }
             let helpers = Self.helperProcesses()
