@@ -107,7 +107,7 @@ extension ProcessorNode {
 /// LV2 host calls a plugin's `process`: `function(context, input, output, samples)` makes
 /// `samples` samples (frames × channels, interleaved) of output from as many of input — the
 /// two may be the same buffer — and returns true; or it changes nothing and returns false, to
-/// have the period go through `process` (a fade, a ramp, anything rare under way).
+/// have the period go through `process` (a node not prepared, anything rare under way).
 ///
 /// Why a function pointer rather than a protocol method: the JACK callback finds its code and
 /// data cold each period and pays for every line it touches (docs/benchmarks.md, "Fewer lines
