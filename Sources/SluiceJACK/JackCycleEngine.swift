@@ -190,7 +190,7 @@ final class JackCycleEngine: @unchecked Sendable {
         // A stop in between (state back to silent) wins the exchanges.
         guard armed.skipping == 0 else {
             let next = RenderState.armed(after: periodStart, thenSkipping: armed.skipping - 1)
-            renderState.compareExchange(expected: state, desired: next, ordering: .acquiringAndReleasing)
+            _ = renderState.compareExchange(expected: state, desired: next, ordering: .acquiringAndReleasing)
             return false
         }
         return renderState.compareExchange(expected: state, desired: RenderState.rendering, ordering: .acquiringAndReleasing).exchanged

@@ -233,7 +233,7 @@ import Testing
     @Test("what the chain records equals its offline render: a tone through fader (length 0, gain 0.5), sample for sample")
     func recordingEqualsRender() throws {
         let server = try JackTestServer.shared()
-        for attempt in 1...JackSinkTests.attempts(on: server) {
+        for attempt in 1...JackSinkTests.attempts {
             let (heard, _) = try recordTone("chain", channels: 1, tone: "tone frequency=440 amplitude=0.8 duration=0.5", server: server) { name in
                 """
                 name: chain
@@ -305,7 +305,7 @@ import Testing
     @Test("a stereo chain through the direct section records its render, each channel where the routing sends it")
     func stereoDirectChainEqualsRender() throws {
         let server = try JackTestServer.shared()
-        for attempt in 1...JackSinkTests.attempts(on: server) {
+        for attempt in 1...JackSinkTests.attempts {
             let (heard, chain) = try recordTone("pair", channels: 2, tone: "tone frequency=440 amplitude=0.8 duration=0.5", server: server) { name in
                 """
                 name: pair
@@ -337,7 +337,7 @@ import Testing
     @Test("a live gain change timed inside a period lands on its frame in the direct section, the period split there")
     func timedChangeInTheDirectSection() throws {
         let server = try JackTestServer.shared()
-        for attempt in 1...JackSinkTests.attempts(on: server) {
+        for attempt in 1...JackSinkTests.attempts {
             var timed = 0
             var applied: ParameterControl.Applied?
             let (heard, _) = try recordTone("timed", channels: 1, tone: "tone frequency=440 amplitude=0.8 duration=1", server: server, chain: { name in
@@ -549,7 +549,7 @@ extension LiveChainTests {
         // wired directly as for the chain (seen once: 256, then 0, 0, …): the first is not judged.
         let directDelays = server.isExternal ? Array(direct.delays.dropFirst()) : direct.delays
         #expect(direct.received > 1 && Set(directDelays) == [0], "direct: \(direct.delays)")
-        for attempt in 1...JackSinkTests.attempts(on: server) {
+        for attempt in 1...JackSinkTests.attempts {
             let name = clientName("zero")
             let (report, _, live) = try measure(Self.chain(name, faderLength: 0), name: name, server: server)
             live.cancel()
@@ -568,7 +568,7 @@ extension LiveChainTests {
     @Test("a fader that looks ahead 64 frames adds exactly 64, and the latency callback reports them")
     func declaredLatencyIsExact() throws {
         let server = try JackTestServer.shared()
-        for attempt in 1...JackSinkTests.attempts(on: server) {
+        for attempt in 1...JackSinkTests.attempts {
             let name = clientName("la")
             let (report, _, live) = try measure(Self.chain(name, faderLength: 64), name: name, server: server)
             // The chain's ports, as any JACK client sees them: the output's capture latency
