@@ -24,7 +24,8 @@ import Synchronization
 ///   watermark 0. Goal: ≤ one period + 1 ms.
 /// - launch to first audio: spawn to the first non-zero sample reaching the ear, for
 ///   `sluice launch 'tone frequency=440 duration=2 ! fader ! jack.sink'` and for
-///   `jack_simple_client`, interleaved. Goal: ≤ 1.2× jack_simple_client + 5 ms.
+///   `jack_simple_client`, interleaved, each run at its own phase of the server's period.
+///   Goal: ≤ 1.2× jack_simple_client + 5 ms.
 /// - CPU: user + system seconds of playing an 8 s, 24 kHz speech file in real time, `sluice run`
 ///   against `gst-launch-1.0 … ! audioresample ! jackaudiosink`, both at once. Goal: ≤ 0.8×.
 enum JackSuite {
@@ -301,14 +302,21 @@ enum JackSuite {
         defer { ear.close() }
         var sluiceTimes: [Double] = []
         var referenceTimes: [Double] = []
-        for _ in 0..<runs {
+        for run in 0..<runs {
+            // Every step of a start that waits for the server (open, activate, connect) ends on
+            // a cycle, so the time depends on where in the period the launch falls. Spawned
+            // right after the last one ended, launches fall at one phase, and the figure moves
+            // by whole periods from one invocation to the next. Each run spawns both programs
+            // at its own phase, spread evenly over the period, as users' launches are.
+            let phase = (Double(run) + 0.5) / Double(runs)
             sluiceTimes.append(
                 ear.timeToFirstAudio(
                     command: [tools.sluicePath, "launch", "tone frequency=440 duration=2 ! fader ! jack.sink", "--server", server.name],
-                    stop: SIGINT, environment: [:]) * 1_000)
+                    stop: SIGINT, environment: [:], phase: phase) * 1_000)
             referenceTimes.append(
                 ear.timeToFirstAudio(
-                    command: ["jack_simple_client"], stop: SIGTERM, environment: ["JACK_DEFAULT_SERVER": server.name]) * 1_000)
+                    command: ["jack_simple_client"], stop: SIGTERM, environment: ["JACK_DEFAULT_SERVER": server.name],
+                    phase: phase) * 1_000)
         }
         note("launch to first audio (ms): sluice \(formattedList(sluiceTimes)), jack_simple_client \(formattedList(referenceTimes))")
         Figure(
@@ -549,10 +557,12 @@ final class Ear {
     }
 
     /// Seconds from spawning `command` to its first sound at the ear; then stops it with
-    /// `stop` and waits for it to end.
-    func timeToFirstAudio(command: [String], stop: Int32, environment: [String: String]) -> Double {
+    /// `stop` and waits for it to end. With `phase` (0..<1), it is spawned that fraction of a
+    /// period after a cycle began.
+    func timeToFirstAudio(command: [String], stop: Int32, environment: [String: String], phase: Double? = nil) -> Double {
         listen()
         defer { stopListening() }
+        if let phase { wait(untilPhase: phase) }
         let launched = monotonicNanoseconds()
         let child = ChildProcess.start(command, environment: environment)
         let deadline = monotonicSeconds() + 10
@@ -595,6 +605,14 @@ final class Ear {
     /// Frames since the current JACK cycle began: where now falls in the period.
     var framesSinceCycleStart: Int {
         Int(jack_frames_since_cycle_start(client))
+    }
+
+    /// Sleeps until `phase` (0..<1) of the server's period has passed since a cycle began.
+    func wait(untilPhase phase: Double) {
+        let period = Double(jack_get_buffer_size(client))
+        var frames = phase * period - Double(framesSinceCycleStart)
+        if frames < 0 { frames += period }
+        usleep(UInt32(frames * 1e6 / Double(jack_get_sample_rate(client))))
     }
 
     func close() {
