@@ -23,27 +23,15 @@ final class JackCycleEngine: @unchecked Sendable {
     // SAFETY: set before activation (`setPlaybackPort`, `setCapturePort`), then only read.
     private var planPlaybackPort: OpaquePointer?
     private var planCapturePort: OpaquePointer?
-    let sampleRate: Int
-    // Endpoints in the cycle's order, each direction with its channel counts, cycle indices
-    // and the offset of each endpoint's first port in the flat port array.
-    // SAFETY: the port arrays are set before activation and never changed while active.
-    private let playback: Side
-    private let capture: Side
-    private let scratch: UnsafeMutablePointer<Float>
+
+    // What every period reads comes first: the fields above and these lie on the object's
+    // first two cache lines, where a callback that finds them cold pays for each line.
 
     /// Whether the callback renders the graph or plays silence (`RenderState`). Rendering
     /// starts only in a period whose ports are connected, so the first audio is not lost to
     /// ports nobody listens to yet.
     let renderState = Atomic<Int>(RenderState.silent)
-    let xruns = Atomic<Int>(0)
-    let serverGone = Atomic<Bool>(false)
-    /// The rate the server changed to, or 0.
-    let changedRate = Atomic<Int>(0)
-    /// Set by the port-registration callback; the device's `service` reconnects.
-    let portsChanged = Atomic<Bool>(false)
     let callbacks = Atomic<Int>(0)
-    let oversizedPeriods = Atomic<Int>(0)
-    private let outputLatencyValue = Atomic<Int>(0)
     /// Callback durations in nanoseconds, the latest `durationCapacity`, for percentiles. A
     /// plain array and an atomic count rather than a generic ring: generic code reached for
     /// the first time on the real-time thread looks its metadata up under a lock (found by
@@ -51,14 +39,8 @@ final class JackCycleEngine: @unchecked Sendable {
     static let durationCapacity = 1 << 16
     private let durations: UnsafeMutablePointer<UInt32>
     private let durationCount = Atomic<Int>(0)
-
-    /// The run's control loop: posted from the notification callbacks whenever `failure` or
-    /// the device's `service` has something new, so the loop need not look for it often.
-    let news: WakeSignal?
-
     /// RealtimeSanitizer's enter/exit, in sanitizer runs only.
     private let hooks: JackRealtimeHooks?
-
     /// The lines a period reads, fetched together at its start (`GraphCycle.periodLines`, and
     /// the engine's own port tables): a cold callback's misses then overlap instead of each
     /// waiting for the pointer read before it (measured: docs/benchmarks.md, "Hot code
@@ -67,6 +49,27 @@ final class JackCycleEngine: @unchecked Sendable {
     // never faults (and the objects behind them outlive the client's activation).
     private let periodLines: UnsafeMutablePointer<UnsafeRawPointer>
     private let periodLineCount: Int
+
+    let sampleRate: Int
+    // Endpoints in the cycle's order, each direction with its channel counts, cycle indices
+    // and the offset of each endpoint's first port in the flat port array.
+    // SAFETY: the port arrays are set before activation and never changed while active.
+    private let playback: Side
+    private let capture: Side
+    private let scratch: UnsafeMutablePointer<Float>
+
+    let xruns = Atomic<Int>(0)
+    let serverGone = Atomic<Bool>(false)
+    /// The rate the server changed to, or 0.
+    let changedRate = Atomic<Int>(0)
+    /// Set by the port-registration callback; the device's `service` reconnects.
+    let portsChanged = Atomic<Bool>(false)
+    let oversizedPeriods = Atomic<Int>(0)
+    private let outputLatencyValue = Atomic<Int>(0)
+
+    /// The run's control loop: posted from the notification callbacks whenever `failure` or
+    /// the device's `service` has something new, so the loop need not look for it often.
+    let news: WakeSignal?
 
     init(
         cycle: GraphCycle, client: OpaquePointer, sampleRate: Int,

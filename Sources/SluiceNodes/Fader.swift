@@ -19,22 +19,25 @@ import SluiceAudio
 public final class Fader {
     public static let defaultFadeLength = 256
 
+    // What `processFrameForFrame` reads comes first, in declaration order, so that it lies on
+    // the object's first cache line: the JACK callback finds it cold and pays per line.
     public let channels: Int
     public let fadeLength: Int
-    /// Frames held back so an end can be faded.
-    public var latencyFrames: Int { fadeLength }
     /// True after `cancel()`, until `reset()`.
     public private(set) var isCancelled = false
+    /// Frames at the front of `held` already shaped and due out before anything else.
+    private var releasing = 0
     /// Output frames written since the stream began.
     public private(set) var framesProduced = 0
+    private var gainRamp = GainRamp()
+
+    /// Frames held back so an end can be faded.
+    public var latencyFrames: Int { fadeLength }
     public var gain: Float { gainRamp.current }
 
     private var held: FrameDelayLine
-    /// Frames at the front of `held` already shaped and due out before anything else.
-    private var releasing = 0
     /// Frames taken since the last break in continuity (the current segment's length).
     private var segmentFrames = 0
-    private var gainRamp = GainRamp()
     private let curve: FadeCurve
 
     public init(channels: Int, fadeLength: Int = Fader.defaultFadeLength) {

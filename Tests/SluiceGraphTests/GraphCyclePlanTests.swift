@@ -70,6 +70,76 @@ import Testing
         #expect(input == (0..<256).map { sin(Float($0) * 0.05) })
     }
 
+    /// `jack.source -> fader -> fader -> jack.sink`: links 0 (the source's), 1 (between the
+    /// faders, a buffer of the section's own) and 2 (the sink's). `ramp` is the second
+    /// fader's, in seconds.
+    static func twoFaders(_ first: Float, _ second: Float, ramp: Double = 0) throws -> (GraphCycle, Playhead, ProcessorSlot) {
+        func slot(_ name: String, _ node: FaderNode) throws -> ProcessorSlot {
+            try node.prepare(PrepareContext(inputFormats: [mono], outputFormats: [mono], maximumUnits: 4096, blockFrames: 256))
+            return ProcessorSlot(name: name, node: node, ports: NodePorts(inputs: [mono], outputs: [mono]), inputs: [], outputs: [])
+        }
+        let last = try slot("b", FaderNode(length: 0, gain: second, ramp: ramp))
+        let direct = DirectSection(
+            linkChannels: [1, 1, 1],
+            steps: [
+                DirectSection.Step(slot: try slot("a", FaderNode(length: 0, gain: first)), inputs: [0], outputs: [1]),
+                DirectSection.Step(slot: last, inputs: [1], outputs: [2]),
+            ])
+        let (cycle, playhead) = chain(direct, sinkLink: 2)
+        return (cycle, playhead, last)
+    }
+
+    @Test("a chain of kernels runs them one after another, each into the next one's input")
+    func chainOfKernels() throws {
+        let (cycle, _, _) = try Self.twoFaders(0.5, 0.25)
+        cycle.warmUp(blockFrames: 256)
+        #expect(cycle.kernelChainLength == 2)
+        var input: [Float] = (0..<256).map { cos(Float($0) * 0.03) }
+        var output = [Float](repeating: 9, count: 256)
+        input.withUnsafeMutableBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { _ = cycle.runChain(from: source.baseAddress!, into: $0.baseAddress!, frames: 256) }
+        }
+        #expect(output == input.map { $0 * 0.5 * 0.25 })
+    }
+
+    @Test("a parameter change for a node in the middle of a chain of kernels takes the steps from that node on, and lands where the steps land it")
+    func kernelChainFallsBackMidway() throws {
+        // The same chain twice: one run by `runChain`, one by the direct section's steps alone.
+        let (cycle, _, slot) = try Self.twoFaders(0.5, 1, ramp: 0.002)
+        let (reference, _, referenceSlot) = try Self.twoFaders(0.5, 1, ramp: 0.002)
+        cycle.warmUp(blockFrames: 256)
+        reference.warmUp(blockFrames: 256)
+        let direct = try #require(reference.direct)
+        // The second fader's gain falls to 0.25 from frame 300, inside the second period, over
+        // a 96-frame ramp.
+        for queue in [slot.parameters, referenceSlot.parameters] {
+            #expect(try #require(queue).send(parameter: FaderNode.gainParameter, value: 0.25, atFrame: 300) != nil)
+        }
+        var made: [Float] = []
+        var expected: [Float] = []
+        for period in 0..<4 {
+            var input: [Float] = (0..<256).map { sin(Float(period * 256 + $0) * 0.02) }
+            var output = [Float](repeating: 9, count: 256)
+            var steps = [Float](repeating: 9, count: 256)
+            input.withUnsafeMutableBufferPointer { source in
+                output.withUnsafeMutableBufferPointer { _ = cycle.runChain(from: source.baseAddress!, into: $0.baseAddress!, frames: 256) }
+                steps.withUnsafeMutableBufferPointer { target in
+                    direct.bind(0, to: source.baseAddress!)
+                    _ = direct.bindOutput(2, to: target.baseAddress!)
+                    direct.process(frames: 256)
+                    direct.unbind(2)
+                }
+            }
+            made += output
+            expected += steps
+        }
+        #expect(made == expected)
+        // The change did land: a ramp from 0.5 down to 0.125 of the input, then the new level.
+        let last = (768..<1024).map { sin(Float($0) * 0.02) * 0.125 }
+        #expect(Array(made[768...]) == last)
+        #expect(made[299] == sin(Float(299) * 0.02) * 0.5)
+    }
+
     @Test("a chain with no node between source and sink copies the source's buffer into the sink's")
     func chainWithoutNodes() throws {
         let (cycle, _) = Self.chain(DirectSection(linkChannels: [1], steps: []), sinkLink: 0)

@@ -118,6 +118,25 @@ final class DirectSection {
         return lines
     }
 
+    /// [control-thread] The steps as one chain of frame kernels from link `first` to link
+    /// `last` — each step's one input the link before it, each adopting a kernel — with the
+    /// own buffer each writes, nil for the last (it writes `last`, bound to the device's
+    /// buffer); nil when they are not such a chain (or there are none). Call after `warmUp`.
+    func kernelChain(from first: Int, to last: Int) -> [(slot: ProcessorSlot, output: UnsafeMutablePointer<Float>?)]? {
+        guard !steps.isEmpty else { return nil }
+        var chain: [(slot: ProcessorSlot, output: UnsafeMutablePointer<Float>?)] = []
+        var previous = first
+        for (index, step) in steps.enumerated() {
+            guard step.inputs == [previous], step.outputs.count == 1, step.slot.hasFrameKernel else { return nil }
+            let output = step.outputs[0]
+            let isLast = index == steps.count - 1
+            guard isLast == (output == last) else { return nil }
+            chain.append((step.slot, isLast ? nil : links[output].buffer))
+            previous = output
+        }
+        return chain
+    }
+
     /// [control-thread] The names of the processors in the section, in order.
     var processorNames: [String] { steps.map(\.slot.name) }
 
@@ -158,9 +177,10 @@ final class DirectSection {
         data[link] = links[link].buffer
     }
 
-    /// [audio-thread] Every step once over `frames` frames, in topological order.
-    func process(frames: Int) {
-        for index in 0..<stepCount {
+    /// [audio-thread] Every step from `first` on once over `frames` frames, in topological
+    /// order.
+    func process(frames: Int, from first: Int = 0) {
+        for index in first..<stepCount {
             let step = stepRecords[index]
             let inputs = stepLinks + step.firstLink
             step.slot._withUnsafeGuaranteedRef { slot in

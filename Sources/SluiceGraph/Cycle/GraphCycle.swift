@@ -107,6 +107,26 @@ public final class GraphCycle: @unchecked Sendable {
     private let planCaptureLink: Int
     private let planPlaybackLink: Int
 
+    /// A `chain` plan's node as its period calls it when every node of the chain has a frame
+    /// kernel (`DirectSection.kernelChain`): one record a node, without the direct section's
+    /// links and step records.
+    private struct ChainStep {
+        // SAFETY: the direct section's steps own the slot for the cycle's life.
+        let slot: Unmanaged<ProcessorSlot>
+        /// The buffer it writes, its output link's own; nil for the last, which writes the
+        /// sink's buffer.
+        let output: UnsafeMutablePointer<Float>?
+    }
+    // SAFETY: room for every step of the direct section, allocated in `init`, freed in
+    // `deinit`; filled by `warmUp`, before the device runs the cycle, and read only by
+    // `runChain`. `chainStepCount` is 0 when the chain is not all kernels.
+    private let chainSteps: UnsafeMutablePointer<ChainStep>
+    private var chainStepCount = 0
+
+    /// [control-thread] The nodes a `chain` plan's period runs as kernels, one after another,
+    /// without the direct section: all of them or none (0).
+    var kernelChainLength: Int { chainStepCount }
+
     init(processors: [ProcessorSlot], direct: DirectSection?, captures: [Capture], playbacks: [Playback], latencies: [[Int?]]) {
         self.processors = processors
         processorCount = processors.count
@@ -133,6 +153,7 @@ public final class GraphCycle: @unchecked Sendable {
         planPlayhead = plan == .general ? nil : .passUnretained(playbacks[0].playhead)
         planCaptureLink = plan == .chain ? captures[0].directLink! : -1
         planPlaybackLink = plan == .chain ? playbacks[0].directLink! : -1
+        chainSteps = .allocate(capacity: max(1, direct?.steps.count ?? 0))
     }
 
     private static func plan(processors: [ProcessorSlot], direct: DirectSection?, captures: [Capture], playbacks: [Playback]) -> Plan {
@@ -148,6 +169,7 @@ public final class GraphCycle: @unchecked Sendable {
         processorRefs.deallocate()
         captureRecords.deallocate()
         playbackRecords.deallocate()
+        chainSteps.deallocate()
     }
 
     // MARK: Control side
@@ -175,6 +197,14 @@ public final class GraphCycle: @unchecked Sendable {
         if let direct {
             for step in direct.steps { step.slot.rehearse(blockFrames: blockFrames) }
             direct.warmUp(frames: blockFrames)
+        }
+        // The kernels are adopted now (in the direct section's warm-up).
+        chainStepCount = 0
+        if plan == .chain, let chain = direct?.kernelChain(from: planCaptureLink, to: planPlaybackLink) {
+            for (index, step) in chain.enumerated() {
+                (chainSteps + index).initialize(to: ChainStep(slot: .passUnretained(step.slot), output: step.output))
+            }
+            chainStepCount = chain.count
         }
         if plan != .general { rehearsePlan() }
     }
@@ -219,7 +249,13 @@ public final class GraphCycle: @unchecked Sendable {
         if plan == .general {
             lines += [UnsafeRawPointer(processorRefs), UnsafeRawPointer(captureRecords), UnsafeRawPointer(playbackRecords)]
         }
-        lines += direct?.periodLines ?? []
+        if chainStepCount > 0 {
+            // The chain's kernels: their records and slots, not the direct section.
+            lines.append(UnsafeRawPointer(chainSteps))
+            for index in 0..<chainStepCount { lines += chainSteps[index].slot.takeUnretainedValue().periodLines }
+        } else {
+            lines += direct?.periodLines ?? []
+        }
         for slot in processors { lines += slot.periodLines }
         // The playhead's atomics span several lines.
         for playback in playbacks { lines += cacheLines(of: playback.playhead, count: 4) }
@@ -414,17 +450,39 @@ extension GraphCycle {
         threadCheck.enter()
         defer { threadCheck.exit() }
         countPeriod()
+        // Node by node through the kernels while they take the period; the rest, if any,
+        // through the direct section.
+        var done = 0
+        var source = input
+        while done < chainStepCount {
+            let step = chainSteps[done]
+            let target = step.output ?? output
+            guard _fastPath(step.slot._withUnsafeGuaranteedRef { $0.kernelPeriod(from: source, into: target, frames: frames) }) else {
+                break
+            }
+            source = target
+            done &+= 1
+        }
+        if _slowPath(done < chainStepCount || chainStepCount == 0) { runChainSteps(from: done, input: input, output: output, frames: frames) }
+        return planPlayhead.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames) }
+    }
+
+    /// [audio-thread] A `chain` plan's period through the direct section, from step `first`
+    /// on: the steps before it have made their part through their kernels.
+    @inline(never)
+    private func runChainSteps(
+        from first: Int, input: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, frames: Int
+    ) {
         let captureLink = planCaptureLink, playbackLink = planPlaybackLink
         directRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { direct in
             direct.bind(captureLink, to: input)
             _ = direct.bindOutput(playbackLink, to: output)
-            direct.process(frames: frames)
+            direct.process(frames: frames, from: first)
             // A sink linked straight to the source (no node between) made nothing of its own.
             let made = direct.data[playbackLink]
             if _slowPath(made != output) { output.update(from: made, count: frames) }
             direct.unbind(playbackLink)
         }
-        return planPlayhead.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.renderInPlace(output, frames: frames) }
     }
 }
 

@@ -6,6 +6,20 @@ import SluiceAudio
 /// free, then move what was used, emitted markers before the audio they describe.
 @_spi(TestKit)
 public final class ProcessorSlot {
+    // What a period in the direct section reads, first, so that it shares one cache line with
+    // nothing but the object's header (a callback that finds its memory cold pays per line).
+    /// The node's `frameKernel`, taken apart (`adoptFrameKernel`), and the samples per frame
+    /// it is handed.
+    private var kernelFunction: FrameKernel.Function?
+    private var kernelContext: UnsafeMutableRawPointer?
+    private var kernelChannels = 0
+    /// Output frames made in the cycle's direct section since the stream began (where its live
+    /// parameter changes are timed), for a slot that runs there.
+    private var periodFrames = 0
+    // SAFETY: `parameters`, unretained, for the direct section's period: binding an optional
+    // reference retains and releases it, an atomic write on a cold line every period.
+    private let parametersRef: Unmanaged<ParameterQueue>?
+
     let name: String
     let node: any ProcessorNode
     let ports: NodePorts
@@ -14,17 +28,6 @@ public final class ProcessorSlot {
     /// Live parameter changes for the node, when it has live parameters.
     let parameters: ParameterQueue?
     private let liveNode: (any LiveParameterNode)?
-    // SAFETY: `parameters`, unretained, for the direct section's period: binding an optional
-    // reference retains and releases it, an atomic write on a cold line every period.
-    private let parametersRef: Unmanaged<ParameterQueue>?
-    /// Output frames made in the cycle's direct section since the stream began (where its live
-    /// parameter changes are timed), for a slot that runs there.
-    private var periodFrames = 0
-    /// The node's `frameKernel`, taken apart (`adoptFrameKernel`), and the samples per frame
-    /// it is handed.
-    private var kernelFunction: FrameKernel.Function?
-    private var kernelContext: UnsafeMutableRawPointer?
-    private var kernelChannels = 0
 
     /// The edges as the last step that moved nothing saw them (see `isIdle`), or empty.
     private var idleState: UnsafeMutableBufferPointer<Int>
@@ -242,14 +245,29 @@ extension ProcessorSlot {
         edgeData: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, inputEdges: UnsafePointer<Int>,
         outputEdges: UnsafePointer<Int>, frames: Int
     ) {
-        if let kernelFunction, let kernelContext, _fastPath(!parametersPending),
-            kernelFunction(kernelContext, edgeData[inputEdges[0]], edgeData[outputEdges[0]], frames &* kernelChannels)
-        {
-            periodFrames &+= frames
+        // A node with a kernel has one input and one output (`adoptFrameKernel`).
+        guard kernelFunction != nil,
+            _fastPath(kernelPeriod(from: edgeData[inputEdges[0]], into: edgeData[outputEdges[0]], frames: frames))
+        else {
+            processPeriodThroughPorts(edgeData: edgeData, inputEdges: inputEdges, outputEdges: outputEdges, frames: frames)
             return
         }
-        processPeriodThroughPorts(edgeData: edgeData, inputEdges: inputEdges, outputEdges: outputEdges, frames: frames)
     }
+
+    /// [audio-thread] The period through the node's frame kernel, from `input` into `output`;
+    /// false, having done nothing, when the node has none, a parameter change waits, or the
+    /// kernel declines (then the period goes through `process`).
+    @inline(__always)
+    func kernelPeriod(from input: UnsafeMutablePointer<Float>, into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
+        guard let kernelFunction, let kernelContext, _fastPath(!parametersPending),
+            kernelFunction(kernelContext, input, output, frames &* kernelChannels)
+        else { return false }
+        periodFrames &+= frames
+        return true
+    }
+
+    /// [control-thread] Whether a frame kernel is adopted.
+    var hasFrameKernel: Bool { kernelFunction != nil }
 
     /// [audio-thread] Whether a live parameter change waits in the queue.
     @inline(__always)

@@ -26,7 +26,12 @@ public struct GainRamp: Sendable {
     }
 
     /// True when the gain is exactly 1 and not moving: audio passes untouched.
-    @inlinable public var isUnity: Bool { current == 1 && target == 1 }
+    /// Compared as bits, which for 1 is the same test: the compiler then compares with an
+    /// immediate instead of loading a constant of 1 from memory, a cache line of its own in
+    /// the JACK callback's period (docs/benchmarks.md, "Flat chains").
+    @inlinable public var isUnity: Bool {
+        current.bitPattern == 0x3F80_0000 && target.bitPattern == 0x3F80_0000  // 1.0's bits
+    }
 
     /// Multiplies `frames` interleaved frames in place.
     public mutating func apply(to samples: UnsafeMutablePointer<Float>, frames: Int, channels: Int) {

@@ -40,6 +40,14 @@ public final class FaderNode: LiveParameterNode {
     /// `gain`'s index among the type's parameters, as live changes name it.
     public static let gainParameter = 1
 
+    // The two fields the frame kernel reads come first, on the object's first cache line.
+    // SAFETY: `fader`, unretained, for `process` on the audio thread (binding the optional
+    // retains and releases it every call); set with it, and `fader` keeps it alive.
+    private var faderRef: Unmanaged<Fader>?
+    /// Input frames taken since the stream began: with the fader's output count, says
+    /// whether it holds anything.
+    private var framesConsumed = 0
+
     public let length: Int
     /// The gain the graph file gave; live changes move the fader's own (`currentGain`).
     public let gain: Float
@@ -48,12 +56,6 @@ public final class FaderNode: LiveParameterNode {
     private var fader: Fader? {
         didSet { faderRef = fader.map { .passUnretained($0) } }
     }
-    // SAFETY: `fader`, unretained, for `process` on the audio thread (binding the optional
-    // retains and releases it every call); set with it, and `fader` keeps it alive.
-    private var faderRef: Unmanaged<Fader>?
-    /// Input frames taken since the stream began: with the fader's output count, says
-    /// whether it holds anything.
-    private var framesConsumed = 0
     /// `framesConsumed` at the last break: frames held from before it are already faded out
     /// and on their way, so a drain has nothing new to shape.
     private var shapedThrough = 0
