@@ -48,12 +48,17 @@ func sluiceJackSampleRate(_ rate: jack_nframes_t, _ argument: UnsafeMutableRawPo
     return 0
 }
 
-/// [notification-thread] A port appeared: the control thread re-applies `connect` rules
-/// (JACK forbids server requests from this thread).
+/// [notification-thread] Another client's port appeared: the control thread re-applies
+/// `connect` rules (JACK forbids server requests from this thread). Our own ports' appearing
+/// changes nothing the rules have not already done.
 func sluiceJackPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?) {
     guard registered != 0 else { return }
     // SAFETY: as for the process callback.
     Unmanaged<JackCycleEngine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { engine in
+        guard !engine.isOwnPort(port) else {
+            engine.ownPortNotices.add(1, ordering: .relaxed)
+            return
+        }
         engine.portsChanged.store(true, ordering: .releasing)
         engine.news?.post()
     }

@@ -64,6 +64,8 @@ final class JackCycleEngine: @unchecked Sendable {
     let changedRate = Atomic<Int>(0)
     /// Set by the port-registration callback; the device's `service` reconnects.
     let portsChanged = Atomic<Bool>(false)
+    /// Registrations of our own ports JACK told us of, which change nothing.
+    let ownPortNotices = Atomic<Int>(0)
     let oversizedPeriods = Atomic<Int>(0)
     private let outputLatencyValue = Atomic<Int>(0)
 
@@ -110,6 +112,13 @@ final class JackCycleEngine: @unchecked Sendable {
         scratch.deallocate()
         durations.deallocate()
         periodLines.deallocate()
+    }
+
+    /// [notification-thread] Whether port `id` is one of this client's: a look-up in the
+    /// server's shared port table, no request to the server.
+    func isOwnPort(_ id: jack_port_id_t) -> Bool {
+        guard let port = jack_port_by_id(client, id) else { return false }
+        return jack_port_is_mine(client, port) != 0
     }
 
     /// [control-thread] Before activation.

@@ -365,6 +365,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     public func service() {
         guard let engine, activated, let client else { return }
         if engine.portsChanged.exchange(false, ordering: .acquiringAndReleasing) {
+            reconnectPassCount.add(1, ordering: .relaxed)
             for (endpoint, ports) in registered where endpoint.connect != ["none"] {
                 if let made = try? JackPorts.connect(ports, as: endpoint.direction, following: endpoint.connect, client: client) {
                     connectionsMade[endpoint.name] = made
@@ -423,6 +424,12 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     /// its callback begins rendering: a test that counts the process thread's allocations
     /// starts watching here, so no rendering period goes unwatched. [control-thread]
     @_spi(Testing) public var beforeRendering: (() -> Void)?
+    /// [any-thread] Times `service` re-applied the `connect` rules because another client's
+    /// port appeared.
+    @_spi(Testing) public var reconnectPasses: Int { reconnectPassCount.load(ordering: .relaxed) }
+    private let reconnectPassCount = Atomic<Int>(0)
+    /// [any-thread] Registrations of the client's own ports JACK told it of, which it let pass.
+    @_spi(Testing) public var ownPortNotices: Int { engine?.ownPortNotices.load(ordering: .relaxed) ?? 0 }
 
     public var realtimeThread: pthread_t? {
         guard activated, let client else { return nil }

@@ -4,7 +4,7 @@ import Glibc
 import JackTestSupport
 import SluiceConfig
 import SluiceGraph
-import SluiceJACK
+@_spi(Testing) import SluiceJACK
 import SluiceNodes
 import SluiceTestSupport
 import Testing
@@ -432,6 +432,48 @@ import Testing
         }
         #expect(connected == ["\(listener):in_1"])
         #expect(second.waitForFrames(4_800, timeout: .seconds(5)), "audio reaches the restarted client")
+    }
+
+    @Test("the client's own ports appearing are let pass; another client's make it apply its connect rules again")
+    func ownPortsDoNotReconnect() throws {
+        // The shared server: a second server in this process would share libjack's table of
+        // clients by number with it (jack2's JackGlobals), and notices would reach the wrong
+        // client. Other tests' ports appearing there only add passes, never own-port notices.
+        let server = try JackTestServer.shared()
+        let name = clientName("own")
+        let listener = "\(name)-ear"
+        let graph = try compile("""
+            name: own-ports
+            nodes:
+              tone: { type: tone, frequency: 440, duration: 30 }
+              out:  { type: jack.sink, channels: 1, connect: ["\(listener):in_1"] }
+            links: [tone -> out]
+            playback: { strategy: stream, client: \(name) }
+            """, server: server.name)
+        let device = try #require(graph.devices.first as? JackDevice)
+        let ear = try JackRecorder(server: server.name, clientName: listener, channels: 1, capacityFrames: server.sampleRate)
+        try ear.start()
+        defer { ear.stop() }
+        let live = try LiveRun(graph: graph)
+        try live.start()
+        // The run's control loop (in `wait`) is what services the device, as in `sluice run`.
+        let waiter = GraphThread(name: "wait") { _ = try? live.wait() }
+        defer {
+            live.cancel()
+            waiter.join()
+        }
+        // JACK tells the client of its own port once it is active; it is let pass.
+        for _ in 0..<300 where device.ownPortNotices == 0 { sleep(seconds: 0.01) }
+        #expect(device.ownPortNotices == 1, "JACK's notice of the client's own port was not recognised as its own")
+        // Another client's port is news: the rules are applied again.
+        let passes = device.reconnectPasses
+        let other = try JackRecorder(server: server.name, clientName: "\(name)-other", channels: 1, capacityFrames: server.sampleRate)
+        try other.start()
+        defer { other.stop() }
+        for _ in 0..<300 where device.reconnectPasses == passes { sleep(seconds: 0.01) }
+        #expect(device.reconnectPasses > passes)
+        #expect(try server.connections(of: "\(name):out_1") == ["\(listener):in_1"])
+        #expect(ear.waitForFrames(4_800, timeout: .seconds(5)))
     }
 
     @Test("a sound whose sink connects as the graph starts is heard from its first sample, start after start")
