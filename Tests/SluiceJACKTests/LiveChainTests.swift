@@ -393,19 +393,25 @@ import Testing
         return reference
     }
 
-    @Test("a recording client that closes and comes back is reconnected by the sink's connect rule")
-    func reconnectsARestartedClient() throws {
-        let server = try JackTestServer.shared()
-        let name = clientName("rc")
-        let listener = "\(name)-ear"
-        let graph = try compile("""
-            name: reconnect
+    /// 30 s of a tone into the one port of client `name`, whose rule connects it to
+    /// `listener:in_1`.
+    func toneGraph(_ graphName: String, client name: String, connectingTo listener: String, server: String) throws -> CompiledGraph {
+        try compile("""
+            name: \(graphName)
             nodes:
               tone: { type: tone, frequency: 440, duration: 30 }
               out:  { type: jack.sink, channels: 1, connect: ["\(listener):in_1"] }
             links: [tone -> out]
             playback: { strategy: stream, client: \(name) }
-            """, server: server.name)
+            """, server: server)
+    }
+
+    @Test("a recording client that closes and comes back is reconnected by the sink's connect rule")
+    func reconnectsARestartedClient() throws {
+        let server = try JackTestServer.shared()
+        let name = clientName("rc")
+        let listener = "\(name)-ear"
+        let graph = try toneGraph("reconnect", client: name, connectingTo: listener, server: server.name)
         // The listener exists when the graph starts, so the rule connects it.
         let first = try JackRecorder(server: server.name, clientName: listener, channels: 1, capacityFrames: server.sampleRate)
         try first.start()
@@ -442,14 +448,7 @@ import Testing
         let server = try JackTestServer.shared()
         let name = clientName("own")
         let listener = "\(name)-ear"
-        let graph = try compile("""
-            name: own-ports
-            nodes:
-              tone: { type: tone, frequency: 440, duration: 30 }
-              out:  { type: jack.sink, channels: 1, connect: ["\(listener):in_1"] }
-            links: [tone -> out]
-            playback: { strategy: stream, client: \(name) }
-            """, server: server.name)
+        let graph = try toneGraph("own-ports", client: name, connectingTo: listener, server: server.name)
         let device = try #require(graph.devices.first as? JackDevice)
         let ear = try JackRecorder(server: server.name, clientName: listener, channels: 1, capacityFrames: server.sampleRate)
         try ear.start()
