@@ -393,6 +393,19 @@ import Testing
         return reference
     }
 
+    /// Starts `graph` with its control loop (`wait`) on a thread of its own: the loop is what
+    /// services the device — re-applies the `connect` rules — as in `sluice run`. The function
+    /// returned cancels the run and joins the loop.
+    func startFollowed(_ graph: CompiledGraph) throws -> () -> Void {
+        let live = try LiveRun(graph: graph)
+        try live.start()
+        let waiter = GraphThread(name: "wait") { _ = try? live.wait() }
+        return {
+            live.cancel()
+            waiter.join()
+        }
+    }
+
     /// 30 s of a tone into the one port of client `name`, whose rule connects it to
     /// `listener:in_1`.
     func toneGraph(_ graphName: String, client name: String, connectingTo listener: String, server: String) throws -> CompiledGraph {
@@ -415,14 +428,8 @@ import Testing
         // The listener exists when the graph starts, so the rule connects it.
         let first = try JackRecorder(server: server.name, clientName: listener, channels: 1, capacityFrames: server.sampleRate)
         try first.start()
-        let live = try LiveRun(graph: graph)
-        try live.start()
-        // The run's control loop (in `wait`) is what re-applies the rules, as in `sluice run`.
-        let waiter = GraphThread(name: "wait") { _ = try? live.wait() }
-        defer {
-            live.cancel()
-            waiter.join()
-        }
+        let stop = try startFollowed(graph)
+        defer { stop() }
         #expect(try server.connections(of: "\(name):out_1") == ["\(listener):in_1"])
         first.stop()
         #expect(try server.connections(of: "\(name):out_1").isEmpty)
@@ -453,14 +460,8 @@ import Testing
         let ear = try JackRecorder(server: server.name, clientName: listener, channels: 1, capacityFrames: server.sampleRate)
         try ear.start()
         defer { ear.stop() }
-        let live = try LiveRun(graph: graph)
-        try live.start()
-        // The run's control loop (in `wait`) is what services the device, as in `sluice run`.
-        let waiter = GraphThread(name: "wait") { _ = try? live.wait() }
-        defer {
-            live.cancel()
-            waiter.join()
-        }
+        let stop = try startFollowed(graph)
+        defer { stop() }
         // JACK tells the client of its own port once it is active; it is let pass.
         for _ in 0..<300 where device.ownPortNotices == 0 { sleep(seconds: 0.01) }
         #expect(device.ownPortNotices == 1, "JACK's notice of the client's own port was not recognised as its own")
