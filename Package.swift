@@ -173,7 +173,7 @@ let package = Package(
         ),
         .target(
             name: "SluiceConfig",
-            dependencies: ["SluiceGraph", .product(name: "Yams", package: "Yams")]
+            dependencies: ["SluiceAudio", "SluiceGraph", .product(name: "Yams", package: "Yams")]
         ),
         .target(name: "SluiceTestKit", dependencies: ["SluiceGraph", "SluiceAudio"]),
         // Every node type the host can run: built-ins, JACK endpoints, plugins on the search path.
@@ -189,7 +189,7 @@ let package = Package(
         ),
 
         // A running graph's control: the JSON-lines socket, OSC through liblo, the commands.
-        .target(name: "SluiceControl", dependencies: ["SluiceGraph", "SluiceSpeech", "CLiblo"]),
+        .target(name: "SluiceControl", dependencies: ["SluiceAudio", "SluiceGraph", "SluiceSpeech", "CLiblo"]),
 
         .executableTarget(name: "sd_sluice", dependencies: ["SluiceControl"]),
 
@@ -207,7 +207,7 @@ let package = Package(
         .target(
             name: "SluiceWebSocketProvider",
             dependencies: [
-                "SluicePluginKit", "SluiceHTTPProvider",
+                "SluicePluginKit", "SluiceHTTPProvider", "SluiceAudio",
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import SluiceAudio
 import SluiceGraph
 import Yams
 
@@ -315,7 +316,7 @@ struct YAMLGraphReader {
     }
 
     static func format(_ seconds: Double) -> String {
-        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
+        ExternalNumber.text(seconds)
     }
 
     mutating func readStrategy(_ value: Yams.Node) -> PlaybackStrategy? {

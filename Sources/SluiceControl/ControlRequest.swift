@@ -1,4 +1,5 @@
 import Foundation
+import SluiceAudio
 import SluiceGraph
 
 /// One command to a running graph, as a JSON line on the control socket or an OSC message
@@ -54,6 +55,18 @@ public enum ControlRequest: Sendable, Hashable {
         case .quit: "quit"
         }
     }
+}
+
+extension ControlRequest {
+    /// The latest frame a timed `set` may name: about 650 years at 48 kHz, far past any run,
+    /// and exact as a Double, so every client's number means the same frame.
+    public static let latestFrame = 999_999_999_999_999
+
+    /// A `set`'s `at`, from a JSON number or an OSC argument: a whole frame from 0 to
+    /// `latestFrame`, or nil.
+    static func frame(_ value: Double) -> Int? { ExternalNumber.wholeNumber(value, in: 0...latestFrame) }
+
+    static let frameRule = "\"at\" is a frame of the node's output: a whole number from 0 to \(latestFrame)"
 }
 
 /// Why a request was refused: a stable code and a sentence naming the problem. The graph
@@ -129,10 +142,10 @@ public enum ControlJSON {
                     }
                     var at: Int?
                     if object["at"] != nil {
-                        guard let frame = number(object["at"]), frame >= 0, frame == frame.rounded(), frame < 1e15 else {
-                            return .failure(ControlError(code: "bad-value", message: "\"at\" is a frame of the node's output: a whole number, 0 or more"))
+                        guard let frame = number(object["at"]).flatMap(ControlRequest.frame) else {
+                            return .failure(ControlError(code: "bad-value", message: ControlRequest.frameRule))
                         }
-                        at = Int(frame)
+                        at = frame
                     }
                     return .success(.set(node: node, parameter: parameter, value: value, at: at))
                 }
@@ -165,7 +178,7 @@ public enum ControlJSON {
                     if let text = value as? String {
                         parameters[name] = text
                     } else if let value = number(value) {
-                        parameters[name] = value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+                        parameters[name] = ExternalNumber.text(value)
                     } else {
                         return .failure(ControlError(code: "bad-value", message: "parameter '\(name)' takes a number or a string"))
                     }

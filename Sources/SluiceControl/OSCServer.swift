@@ -1,6 +1,7 @@
 import CLiblo
 import Foundation
 import Glibc
+import SluiceAudio
 import Synchronization
 
 /// The OSC form of the control commands, over UDP, parsed and built with liblo (the OSC
@@ -130,8 +131,11 @@ public final class OSCServer: @unchecked Sendable {
             guard index < types.count, types[index] == UInt8(ascii: "s") || types[index] == UInt8(ascii: "S"),
                 let argument = arguments?[index]
             else { return nil }
-            // SAFETY: an 's' argument is a NUL-terminated string inside the message.
-            return withUnsafePointer(to: &argument.pointee.s) { String(cString: $0) }
+            // SAFETY: liblo's argv entry for an 's' or 'S' argument points at the string itself,
+            // NUL-terminated inside the deserialised message, which lives until `message` is freed
+            // at the end of this function. (`argument.pointee.s` is the union's first byte,
+            // copied: a pointer to it is not a pointer into the message.)
+            return String(cString: UnsafeRawPointer(argument).assumingMemoryBound(to: CChar.self))
         }
         func number(_ index: Int) -> Double? {
             guard index < types.count, let argument = arguments?[index] else { return nil }
@@ -156,10 +160,13 @@ public final class OSCServer: @unchecked Sendable {
             }
             var at: Int?
             if types.count == 2 {
-                guard types[1] == UInt8(ascii: "i") || types[1] == UInt8(ascii: "h"), let frame = number(1), frame >= 0 else {
+                guard types[1] == UInt8(ascii: "i") || types[1] == UInt8(ascii: "h") else {
                     return wrongArguments("one number (f, d, i or h), and optionally the frame to apply it at (i or h)")
                 }
-                at = Int(frame)
+                guard let frame = number(1).flatMap(ControlRequest.frame) else {
+                    return (address, .failure(ControlError(code: "bad-value", message: ControlRequest.frameRule)))
+                }
+                at = frame
             }
             return (address, .success(.set(node: String(parts[3]), parameter: String(parts[4]), value: value, at: at)))
         }
@@ -169,7 +176,7 @@ public final class OSCServer: @unchecked Sendable {
             if let value = string(0) {
                 text = value
             } else if let value = number(0) {
-                text = value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+                text = ExternalNumber.text(value)
             } else {
                 return wrongArguments("one value (s, f, d, i or h)")
             }

@@ -1,3 +1,4 @@
+import SluiceAudio
 import SluicePluginKit
 
 /// What a WebSocket provider knows of its utterances, between the text the host pushes, the
@@ -173,9 +174,11 @@ struct UtteranceLedger {
                     utterance.nextWord += 1
                 }
                 if utterance.nextWord < utterance.wordStarts.count && utterance.wordStarts[utterance.nextWord] == number {
-                    let frames = (Double(messageStart) / Double(frameBytes) + character.startMilliseconds * Double(sampleRate) / 1000).rounded()
-                    var offset = Int(frames) * frameBytes
-                    offset = min(max(offset, lower), upper)
+                    // The server's milliseconds are any JSON number (1e300, -1e300): pinned to this
+                    // message's audio before they become a frame.
+                    let frames = Double(messageStart) / Double(frameBytes) + character.startMilliseconds * Double(sampleRate) / 1000
+                    let frameRange = (lower / frameBytes)...(upper / frameBytes)
+                    var offset = (ExternalNumber.clamped(frames, to: frameRange) ?? frameRange.lowerBound) * frameBytes
                     offset = max(offset, utterance.lastMarkOffset)
                     utterance.marks.append((utterance.nextWord, offset))
                     utterance.lastMarkOffset = offset

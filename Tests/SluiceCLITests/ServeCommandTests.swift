@@ -624,6 +624,81 @@ import Testing
     }
 }
 
+extension ServeCommandTests {
+    @Test("every OSC address takes its documented argument types, strings included; numbers out of range are refused")
+    func oscArgumentsOfEveryType() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "serve-osc-ear-\(getpid())", channels: 2, capacityFrames: 4 * Self.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let client = "serve-osc-\(getpid())"
+        let served = try Served(
+            graph: try speechGraph(in: folder, client: client, recorder: recorder),
+            socket: folder.file("control.sock").path, server: server.name, extra: ["--osc-port", "0"])
+        let ready = try #require(served.readyLine(), "serve never said it was serving")
+        let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
+        let udp = try UDPClient(port: oscPort)
+        func send(_ address: String, _ arguments: [OSCMessage.Argument]) throws -> (address: String, arguments: [String]) {
+            let reply = try #require(udp.exchange(OSCMessage.encode(address, arguments)), "no reply to \(address)")
+            return try #require(OSCMessage.decodeStrings(reply), "not an OSC reply of strings: \(reply)")
+        }
+        func fields(_ reply: (address: String, arguments: [String])) -> [String: Any] {
+            guard reply.address == "/sluice/reply", reply.arguments.count == 2 else { return [:] }
+            return (try? JSONSerialization.jsonObject(with: Data(reply.arguments[1].utf8))) as? [String: Any] ?? [:]
+        }
+
+        // A frame that is no Int, or is far past any run: refused, and the server answers on.
+        let extremes: [OSCMessage.Argument] = [.int64(.max), .int64(.min), .int64(-1), .int32(-1), .int64(1_000_000_000_000_000)]
+        for frame in extremes {
+            let reply = try send("/sluice/node/fade/gain", [.float(0.5), frame])
+            #expect(reply.address == "/sluice/error" && reply.arguments.dropFirst().first == "bad-value", "\(frame): \(reply)")
+        }
+        for value: OSCMessage.Argument in [.double(1e300), .double(-1e300), .double(.nan), .double(.infinity), .float(-.infinity)] {
+            let reply = try send("/sluice/node/fade/gain", [value])
+            #expect(reply.address == "/sluice/error", "\(value): \(reply)")
+        }
+        let timed = try send("/sluice/node/fade/gain", [.double(0.5), .int64(0)])
+        #expect(timed.address == "/sluice/reply", "\(timed)")
+        #expect(try send("/sluice/status", []).address == "/sluice/reply")
+
+        // Strings arrive whole: the port names in connect's error, the text spoken and heard.
+        let refused = try send("/sluice/connect", [.string("\(client):out_1"), .string("no-such-client:in_42")])
+        #expect(refused.address == "/sluice/error", "\(refused)")
+        #expect(refused.arguments.last?.contains("no-such-client:in_42") == true, "\(refused)")
+        let disconnect = try send("/sluice/disconnect", [.string("\(client):out_1"), .string(recorder.portNames[0])])
+        #expect(disconnect.address == "/sluice/reply", "\(disconnect)")
+        let connect = try send("/sluice/connect", [.string("\(client):out_1"), .string(recorder.portNames[0])])
+        #expect(connect.address == "/sluice/reply", "\(connect)")
+
+        let configure = try send("/sluice/configure/voice/voice", [.string("en-us")])
+        #expect(configure.address == "/sluice/reply", "\(configure)")
+
+        // oscsend, liblo's own client, sends the text; the cancel's answer names what was said.
+        let text = "Hello world from OSC, a sentence long enough to be cut."
+        let sent = try CommandRunner.run(
+            executable: URL(fileURLWithPath: "/usr/bin/oscsend"), ["127.0.0.1", "\(oscPort)", "/sluice/speak", "s", text], timeout: 10)
+        #expect(sent.status == 0, "\(sent.standardError)")
+        var position = 0.0
+        for _ in 0..<100 where position < 0.5 {
+            usleep(50_000)
+            position = try served.ctl(["status"]).reply["position"] as? Double ?? 0
+        }
+        let cancel = fields(try send("/sluice/cancel", []))
+        #expect(cancel["partial"] as? String == text, "\(cancel)")
+        let interrupt = fields(try send("/sluice/interrupt", [.string("Another."), .string("voice")]))
+        // `queued` counts the utterances queued so far: the cancelled sentence, then this one.
+        #expect(interrupt["queued"] as? Int == 2, "\(interrupt)")
+
+        #expect(try send("/sluice/pause", []).address == "/sluice/reply")
+        #expect(try send("/sluice/resume", []).address == "/sluice/reply")
+        #expect(try send("/sluice/parameters", []).address == "/sluice/reply")
+        #expect(try send("/sluice/quit", []).address == "/sluice/reply")
+        #expect(served.wait() == 0)
+    }
+}
+
 /// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
 final class UDPClient {
     let descriptor: Int32
@@ -746,5 +821,53 @@ enum UnixLineClient {
             received.append(contentsOf: buffer[0..<n])
         }
         return String(decoding: received, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}
+
+/// OSC 1.0 messages for the tests, written by hand from the spec so that what is sent does not
+/// depend on the liblo the server reads them with: strings NUL-terminated and padded to four
+/// bytes, numbers big-endian.
+enum OSCMessage {
+    enum Argument {
+        case string(String), float(Float), double(Double), int32(Int32), int64(Int64)
+    }
+
+    static func encode(_ address: String, _ arguments: [Argument]) -> [UInt8] {
+        func padded(_ text: String) -> [UInt8] {
+            var bytes = Array(text.utf8) + [0]
+            while bytes.count % 4 != 0 { bytes.append(0) }
+            return bytes
+        }
+        var tags = ","
+        var body: [UInt8] = []
+        for argument in arguments {
+            switch argument {
+            case .string(let text): tags += "s"; body += padded(text)
+            case .float(let value): tags += "f"; body += withUnsafeBytes(of: value.bitPattern.bigEndian, Array.init)
+            case .double(let value): tags += "d"; body += withUnsafeBytes(of: value.bitPattern.bigEndian, Array.init)
+            case .int32(let value): tags += "i"; body += withUnsafeBytes(of: value.bigEndian, Array.init)
+            case .int64(let value): tags += "h"; body += withUnsafeBytes(of: value.bigEndian, Array.init)
+            }
+        }
+        return padded(address) + padded(tags) + body
+    }
+
+    /// A reply's address and its string arguments (the server replies with strings only).
+    static func decodeStrings(_ bytes: [UInt8]) -> (address: String, arguments: [String])? {
+        var offset = 0
+        func string() -> String? {
+            guard let end = bytes[offset...].firstIndex(of: 0) else { return nil }
+            let text = String(decoding: bytes[offset..<end], as: UTF8.self)
+            offset = (end + 4) / 4 * 4
+            return text
+        }
+        guard let address = string(), let tags = string(), tags.hasPrefix(","), tags.dropFirst().allSatisfy({ $0 == "s" })
+        else { return nil }
+        var arguments: [String] = []
+        for _ in tags.dropFirst() {
+            guard offset < bytes.count, let argument = string() else { return nil }
+            arguments.append(argument)
+        }
+        return (address, arguments)
     }
 }

@@ -154,6 +154,25 @@ import WebSocketTestSupport
         ])
         #expect(ledger.takeMarks(limit: 10).isEmpty)
     }
+
+    @Test("a hostile server's start times (±1e300, NaN, infinities) are pinned to the message's audio, not trapped on")
+    func extremeStartTimes() {
+        var ledger = UtteranceLedger(frameBytes: 2, sampleRate: 1_000)
+        ledger.begin()
+        ledger.append("ab cd ef gh")
+        let times: [Double] = [1e300, -1e300, .nan, -.infinity]
+        let characters = zip(["a", "c", "e", "g"], times).map { AlignedCharacter($0, startMilliseconds: $1) }
+        ledger.receive(alignment: [characters[0], AlignedCharacter("b", startMilliseconds: 1)], audioBytes: 40)
+        ledger.receive(alignment: [AlignedCharacter(" ", startMilliseconds: 0), characters[1], AlignedCharacter("d", startMilliseconds: 1)], audioBytes: 40)
+        ledger.receive(alignment: [AlignedCharacter(" ", startMilliseconds: 0), characters[2], AlignedCharacter("f", startMilliseconds: 1)], audioBytes: 40)
+        ledger.receive(alignment: [AlignedCharacter(" ", startMilliseconds: 0), characters[3], AlignedCharacter("h", startMilliseconds: 1)], audioBytes: 40)
+        // 1e300 ms: the end of the first message; -1e300 ms: the start of the second, and so on,
+        // never before the mark before.
+        #expect(ledger.takeMarks(limit: 10) == [
+            WordMarkCheck.mark(0..<2, 40), WordMarkCheck.mark(3..<5, 40), WordMarkCheck.mark(6..<8, 80),
+            WordMarkCheck.mark(9..<11, 120),
+        ])
+    }
 }
 
 import SluicePluginKit

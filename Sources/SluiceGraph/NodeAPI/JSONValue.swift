@@ -1,3 +1,5 @@
+import SluiceAudio
+
 /// A JSON value with its object members in the order they were written, and a printer whose
 /// output is the same on every run: what `sluice nodes --json` and `sluice schema` print, and
 /// what a committed schema file is compared with. Building one never fails; text is UTF-8.
@@ -117,8 +119,7 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByDictionaryLiteral, Expre
 
     static func numberText(_ value: Double) -> String {
         guard value.isFinite else { return "null" }
-        if value == value.rounded() && abs(value) < 1e15 { return String(Int(value)) }
-        return String(value)
+        return ExternalNumber.text(value)
     }
 
     /// A JSON string: quotes, backslashes and control characters escaped, the rest as it is.

@@ -1,3 +1,5 @@
+import SluiceAudio
+
 /// What a node type is, as data: its name in graph files, its kind, its ports and the formats
 /// each accepts, and its parameters. `sluice nodes` prints these, graph files are checked
 /// against them, and `sluice dot` labels edges with the formats they negotiate.
@@ -135,6 +137,5 @@ public enum ParameterType: Sendable, Hashable, CustomStringConvertible {
 
 /// Formats a Double without a trailing ".0" when it is whole.
 func format(_ value: Double) -> String {
-    if value == value.rounded() && abs(value) < 1e15 { return String(Int(value)) }
-    return String(value)
+    ExternalNumber.text(value)
 }
