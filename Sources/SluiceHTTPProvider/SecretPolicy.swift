@@ -49,8 +49,11 @@ public struct SecretPolicy: Sendable {
 
     /// Throws unless a secret may be sent to `url`.
     public func checkDestination(_ url: String, parameter: String) throws(PluginError) {
-        guard let destination = Destination(url) else {
-            throw PluginError(code: "bad-parameter", message: "\(parameter) '\(HTTPRequest.display(url))' is not a URL with a host")
+        let destination: Destination
+        do {
+            destination = try Destination(url)
+        } catch {
+            throw PluginError(code: "bad-parameter", message: "\(parameter) '\(HTTPRequest.display(url))' is refused: \(error.reason)")
         }
         if destination.isLoopback { return }
         guard destination.scheme == "https" else {
@@ -71,7 +74,7 @@ public struct SecretPolicy: Sendable {
     var trustedHosts: [String] {
         var hosts: [String] = []
         for url in [defaultBaseURL, baseURLVariable.flatMap(ServiceSupport.environment)].compactMap({ $0 }) {
-            if let destination = Destination(url) { hosts.append(destination.authority) }
+            if let destination = try? Destination(url) { hosts.append(destination.authority) }
         }
         if let listed = ServiceSupport.environment(Self.trustedHostsVariable) {
             hosts += listed.split(whereSeparator: { $0 == "," || $0 == " " }).map { $0.lowercased() }
@@ -79,39 +82,24 @@ public struct SecretPolicy: Sendable {
         return hosts
     }
 
-    /// A URL's scheme, host and port, as the request will use them.
+    /// A URL's scheme, host and port, as the request will use them: `ProviderURL`, the parser
+    /// the connection dials with, limited to http and https.
     struct Destination {
-        var scheme: String
-        var host: String
-        var port: Int
+        var url: ProviderURL
 
-        init?(_ url: String) {
-            guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-                var host = components.host?.lowercased(), !host.isEmpty, scheme == "http" || scheme == "https"
-            else { return nil }
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            self.scheme = scheme
-            self.host = host
-            port = components.port ?? (scheme == "https" ? 443 : 80)
+        init(_ text: String) throws(ProviderURL.Refusal) {
+            url = try ProviderURL(text, schemes: ["http", "https"])
         }
 
-        var isDefaultPort: Bool { port == (scheme == "https" ? 443 : 80) }
-
-        /// `host`, or `host:port` when the port is not the scheme's own.
-        var authority: String {
-            let name = host.contains(":") ? "[\(host)]" : host
-            return isDefaultPort ? name : "\(name):\(port)"
-        }
-
-        var isLoopback: Bool {
-            if host == "localhost" || host == "::1" { return true }
-            let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-            return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
-        }
+        var scheme: String { url.scheme }
+        var host: String { url.host }
+        var port: Int { url.port }
+        var authority: String { url.authority }
+        var isLoopback: Bool { url.isLoopback }
 
         /// Whether `entry` (`host` or `host:port`) names this destination.
         func matches(_ entry: String) -> Bool {
-            entry == authority || (isDefaultPort && entry == host) || entry == "\(host):\(port)"
+            entry == authority || (url.isDefaultPort && entry == host) || entry == "\(host):\(port)"
         }
     }
 }

@@ -34,6 +34,16 @@ public enum ServiceSupport {
         guard trimmed.hasPrefix("http://") || trimmed.hasPrefix("https://") else {
             throw PluginError(code: "bad-parameter", message: "\(parameter) must start with http:// or https:// (got '\(HTTPRequest.display(base))')")
         }
+        // Paths are appended to it as text, so it is checked as a whole URL first, and may
+        // carry no query: what follows would land inside it.
+        do throws(ProviderURL.Refusal) {
+            let url = try ProviderURL(trimmed, schemes: ["http", "https"])
+            guard !url.target.contains("?") else {
+                throw ProviderURL.Refusal(reason: "it has a query ('?'); paths are appended to it")
+            }
+        } catch {
+            throw PluginError(code: "bad-parameter", message: "\(parameter) '\(HTTPRequest.display(base))' is refused: \(error.reason)")
+        }
         return trimmed
     }
 

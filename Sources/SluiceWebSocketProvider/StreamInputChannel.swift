@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import NIOWebSocket
+import SluiceHTTPProvider
 import WSClient
 // WSCore's `WebSocketHandler` runs the session (frames into messages, pings answered, the
 // close handshake) for WSClient's own `WebSocketClient`; it is SPI, `WSInternal`.
@@ -151,12 +152,13 @@ struct WebSocketEndpoint: Sendable {
     /// The request target: path and query.
     var target: String
 
-    init?(_ url: String) {
-        guard let components = URLParts(url) else { return nil }
-        secure = components.scheme == "wss"
-        host = components.host
-        port = components.port ?? (secure ? 443 : 80)
-        target = components.target
+    /// Parsed by `ProviderURL`, the parser `SecretPolicy` decides with.
+    init(_ url: String) throws(ProviderURL.Refusal) {
+        let parsed = try ProviderURL(url, schemes: ["ws", "wss"])
+        secure = parsed.isSecure
+        host = parsed.host
+        port = parsed.port
+        target = parsed.target
     }
 
     var hostHeader: String {
@@ -168,40 +170,5 @@ struct WebSocketEndpoint: Sendable {
     var serverNameIndication: String? {
         let isAddress = host.contains(":") || host.split(separator: ".").allSatisfy { UInt8($0) != nil }
         return isAddress ? nil : host
-    }
-}
-
-/// The parts of a ws(s) URL, read without Foundation's URL (which does not know ws schemes
-/// on every platform alike).
-private struct URLParts {
-    var scheme: String
-    var host: String
-    var port: Int?
-    var target: String
-
-    init?(_ url: String) {
-        guard let schemeEnd = url.range(of: "://") else { return nil }
-        scheme = url[..<schemeEnd.lowerBound].lowercased()
-        guard scheme == "ws" || scheme == "wss" else { return nil }
-        let rest = url[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        target = String(rest[authorityEnd...])
-        if target.isEmpty || target.first == "?" { target = "/" + target }
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = String(authority[authority.index(after: authority.startIndex)..<close])
-            let after = authority[authority.index(after: close)...]
-            port = after.hasPrefix(":") ? Int(after.dropFirst()) : nil
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = String(authority[..<colon])
-            guard let number = Int(authority[authority.index(after: colon)...]) else { return nil }
-            port = number
-        } else {
-            host = String(authority)
-            port = nil
-        }
-        guard !host.isEmpty else { return nil }
     }
 }

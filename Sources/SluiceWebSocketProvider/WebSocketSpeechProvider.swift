@@ -97,8 +97,12 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
     private let state: Mutex<State>
 
     init(service: any WebSocketSpeechService, options: HTTPOptions) throws(PluginError) {
-        guard let endpoint = WebSocketEndpoint(service.url) else {
-            throw PluginError(code: "bad-parameter", message: "\(service.name): '\(HTTPRequest.display(service.url))' is not a ws:// or wss:// URL with a host")
+        let endpoint: WebSocketEndpoint
+        do throws(ProviderURL.Refusal) {
+            endpoint = try WebSocketEndpoint(service.url)
+        } catch {
+            throw PluginError(
+                code: "bad-parameter", message: "\(service.name): '\(HTTPRequest.display(service.url))' is refused: \(error.reason)")
         }
         self.service = service
         self.options = options

@@ -53,6 +53,31 @@ import Testing
         for secret in Self.key.values { #expect(!outcome.standardError.contains(secret)) }
     }
 
+    /// URLs that one parser reads as the documented host and another as somewhere else: refused
+    /// before anything connects, whichever transport, with the reason. (The first sent the key
+    /// to 127.0.0.2:9 over the WebSocket transport: its own parser took what followed '@'.)
+    @Test("a base-url that parsers read differently is refused, whatever the transport", arguments: [
+        (#"https://api.elevenlabs.io#@127.0.0.2:9"#, "fragment"),
+        (#"https://api.elevenlabs.io/#@127.0.0.2:9"#, "fragment"),
+        (#"https://127.0.0.2:9@api.elevenlabs.io"#, "user info"),
+        (#"https://user:pass@api.elevenlabs.io"#, "user info"),
+        (#"https://api.elevenlabs.io\@127.0.0.2:9"#, "backslash"),
+        (#"https://api%2eelevenlabs.io"#, "percent-encoded"),
+        (#"https://api.elevenlabs.io:99999"#, "port"),
+        (#"https://api.elevenlabs.io:-1"#, "not a URL"),
+        (#"https://api.elevenlabs.io?x=1"#, "query"),
+        ("https://api.elevenlabs.io\t.evil", "space, a control character"),
+        ("https://api.elevenlabs.ıo", "outside ASCII"),
+    ], ["websocket", "http"])
+    func ambiguousBaseURLs(_ url: (String, String), transport: String) throws {
+        // Single-quoted in YAML: no escapes, the text reaches the provider as it is.
+        let outcome = try Self.check("type: elevenlabs, transport: \(transport), base-url: '\(url.0)'", environment: Self.key)
+        #expect(outcome.status == 1, "\(url.0): \(outcome.standardError)")
+        #expect(outcome.standardError.contains("is refused"), "\(url.0): \(outcome.standardError)")
+        #expect(outcome.standardError.contains(url.1), "\(url.0): \(outcome.standardError)")
+        for secret in Self.key.values { #expect(!outcome.standardError.contains(secret)) }
+    }
+
     // `transport: http`: the WebSocket transport connects when the node is made, and these
     // hosts are not to be reached from a test.
     @Test("what the user configures outside the graph is trusted: the documented host, the base-URL variable, SLUICE_TRUSTED_HOSTS, loopback", arguments: [
