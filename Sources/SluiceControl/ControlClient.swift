@@ -66,6 +66,14 @@ public enum ControlClient {
             throw ControlError(
                 code: "not-serving", message: "nothing serves at '\(path)' (\(reason)); start it with `sluice serve GRAPH`")
         }
+        // What is sent may be private (a screen reader's text): only to a server of this user's.
+        let user = geteuid()
+        guard let peer = SocketPlace.peerUID(descriptor), peer == user else {
+            close(descriptor)
+            throw ControlError(
+                code: "not-yours", message: "the socket '\(path)' is served by another user's process, not yours; "
+                    + "nothing was sent (remove it, or serve your own graph)")
+        }
         return descriptor
     }
 

@@ -19,13 +19,22 @@ public final class ControlSocketServer: @unchecked Sendable {
     private let clients = Mutex<Set<Int32>>([])
     private let stopped = Atomic<Bool>(false)
     private var acceptThread: Thread?
+    /// The socket file made, removed at the end only if it is still the one at `path`.
+    private let identity: (device: UInt, inode: UInt)?
 
     /// The default socket: `$XDG_RUNTIME_DIR/sluice/<graph>.sock` (`/tmp/sluice-<uid>/` when
     /// the variable is unset, as on a machine without a login session).
-    public static func defaultPath(graph: String) -> String {
+    ///
+    /// - Throws: `ControlError` when the graph's name cannot be a file name (`../x`).
+    public static func defaultPath(graph: String) throws(ControlError) -> String {
+        try SocketPlace.checkName(graph)
+        return "\(defaultFolder)/\(graph).sock"
+    }
+
+    /// The folder of the default sockets.
+    public static var defaultFolder: String {
         let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-        let folder = runtime.map { "\($0)/sluice" } ?? "/tmp/sluice-\(getuid())"
-        return "\(folder)/\(graph).sock"
+        return runtime.map { "\($0)/sluice" } ?? "/tmp/sluice-\(geteuid())"
     }
 
     /// Binds and listens at `path` (its folder made 0700 if missing). A stale socket left by a
@@ -47,12 +56,13 @@ public final class ControlSocketServer: @unchecked Sendable {
         if !folder.isEmpty, access(folder, F_OK) != 0, mkdir(folder, 0o700) != 0, errno != EEXIST {
             throw ControlError(code: "socket-path", message: "cannot make the folder '\(folder)' for the control socket: \(String(cString: strerror(errno)))")
         }
+        try SocketPlace.checkFolder(folder.isEmpty ? "." : folder)
         if Self.answers(address) {
             throw ControlError(
                 code: "socket-in-use",
                 message: "a graph is already served at '\(path)'; stop it (`sluice ctl --socket \(path) quit`) or give --control another path")
         }
-        unlink(path)
+        try SocketPlace.removeStaleSocket(path)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
             throw ControlError(code: "socket", message: "cannot make the control socket: \(String(cString: strerror(errno)))")
@@ -70,6 +80,7 @@ public final class ControlSocketServer: @unchecked Sendable {
             throw ControlError(code: "socket", message: "cannot listen on '\(path)': \(reason)")
         }
         listener = descriptor
+        identity = SocketPlace.identity(of: path)
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "sluice-control"
         acceptThread = thread
@@ -84,7 +95,7 @@ public final class ControlSocketServer: @unchecked Sendable {
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         clients.withLock { for client in $0 { shutdown(client, Int32(SHUT_RDWR)) } }
-        unlink(path)
+        if let identity, let now = SocketPlace.identity(of: path), now == identity { unlink(path) }
     }
 
     private static func answers(_ address: sockaddr_un) -> Bool {

@@ -29,7 +29,7 @@ struct ModuleConfiguration {
             }
         }
         socket = ProcessInfo.processInfo.environment["SLUICE_CONTROL_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? values["SluiceSocket"] ?? ControlSocketServer.defaultPath(graph: "speak")
+            ?? values["SluiceSocket"] ?? ControlSocketServer.defaultFolder + "/speak.sock"
         speaker = values["SluiceSpeaker"]
         if let volume = values["SluiceVolumeNode"] { volumeNode = volume.isEmpty || volume == "none" ? nil : volume }
         if let voice = values["SluiceVoice"], !voice.isEmpty { defaultVoice = voice }

@@ -70,7 +70,7 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
 
         let report: RunReport
         do {
-            let socketPath = control ?? ControlSocketServer.defaultPath(graph: compiled.description.name)
+            let socketPath = try control ?? ControlSocketServer.defaultPath(graph: compiled.description.name)
             let socket = try ControlSocketServer(path: socketPath) { line, connection in
                 let (request, id) = ControlJSON.parse(line)
                 let command = try? request.get().name
@@ -233,7 +233,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
     /// The graph's name: --graph, or the only socket in the default folder.
     private func servedGraphName() throws -> String {
         if let graphName { return graphName }
-        let folder = (ControlSocketServer.defaultPath(graph: "x") as NSString).deletingLastPathComponent
+        let folder = ControlSocketServer.defaultFolder
         let sockets = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".sock") }
         guard sockets.count == 1 else {
             throw ValidationError(

@@ -699,6 +699,99 @@ extension ServeCommandTests {
     }
 }
 
+extension ServeCommandTests {
+    /// `sluice serve` as another local user would attack it: its folder, its path, its name.
+    @Test("serve refuses a socket folder another user owns or may write, replaces nothing but its own stale socket, and checks names")
+    func localAccessIsTheUsersAlone() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: "none")
+        func serve(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandRunner.Outcome {
+            try CLI.sluice(["serve", graph.path, "--server", server.name] + arguments, environment: environment)
+        }
+
+        // --control naming a file that is not a socket: refused, the file kept.
+        let precious = try folder.write("keep me", to: "precious.txt")
+        let overFile = try serve(["--control", precious.path])
+        #expect(overFile.status == 1)
+        #expect(overFile.standardError.contains("is not a socket; refusing to replace it"), "\(overFile.standardError)")
+        #expect((try? String(contentsOf: precious, encoding: .utf8)) == "keep me")
+
+        // A folder another user owns and anyone may write (the /tmp/sluice-UID trap): refused,
+        // naming the fix; nothing is bound there.
+        let runtime = TemporaryFolder()
+        let planted = runtime.url.appendingPathComponent("sluice").path
+        #expect(mkdir(planted, 0o777) == 0 && chmod(planted, 0o777) == 0 && chown(planted, 65_534, 65_534) == 0)
+        let trap = try serve([], environment: ["XDG_RUNTIME_DIR": runtime.path])
+        #expect(trap.status == 1)
+        #expect(trap.standardError.contains("belongs to uid 65534 with mode 777"), "\(trap.standardError)")
+        #expect(trap.standardError.contains("Remove the folder"), "\(trap.standardError)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: planted))?.isEmpty == true)
+        // A folder of ours that others may write: refused the same way.
+        #expect(chown(planted, 0, 0) == 0)
+        #expect(try serve(["--control", "\(planted)/g.sock"]).standardError.contains("with mode 777"))
+        // A socket of another user's at the path: not replaced.
+        #expect(chmod(planted, 0o755) == 0)
+        let othersSocket = "\(planted)/other.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: othersSocket.utf8) }
+        // SAFETY: a complete sockaddr_un.
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0 && chown(othersSocket, 65_534, 65_534) == 0)
+        let overSocket = try serve(["--control", othersSocket])
+        #expect(overSocket.status == 1)
+        #expect(overSocket.standardError.contains("belongs to uid 65534, not to you"), "\(overSocket.standardError)")
+        #expect(FileManager.default.fileExists(atPath: othersSocket))
+
+        // A name that would climb out of the folder: refused before it becomes a path.
+        try FileManager.default.createDirectory(atPath: "\(folder.path)/dir", withIntermediateDirectories: true)
+        let important = try folder.write("important", to: "dir/important.sock")
+        let climbing = try folder.write(
+            try String(contentsOf: graph, encoding: .utf8).replacingOccurrences(
+                of: "name: serve-tone-\(getpid())", with: "name: ../../\(folder.url.lastPathComponent)/dir/important"),
+            to: "climbing.yaml")
+        let named = try CLI.sluice(
+            ["serve", climbing.path, "--server", server.name], environment: ["XDG_RUNTIME_DIR": folder.path])
+        #expect(named.status == 1)
+        #expect(named.standardError.contains("cannot name its control socket"), "\(named.standardError)")
+        #expect((try? String(contentsOf: important, encoding: .utf8)) == "important")
+    }
+
+    @Test("ctl sends nothing to a socket served by another user's process")
+    func clientChecksTheServersUser() throws {
+        let folder = TemporaryFolder()
+        #expect(chmod(folder.path, 0o777) == 0)
+        let path = "\(folder.path)/other.sock"
+        let received = "\(folder.path)/received"
+        // A listener running as nobody, keeping whatever arrives.
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); open(sys.argv[1] + ".ready", "w").close()
+            c, _ = s.accept(); c.settimeout(3)
+            try: data = c.recv(4096)
+            except Exception: data = b""
+            open(sys.argv[2], "wb").write(data)
+            """
+        let listener = Process()
+        listener.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+        listener.arguments = ["-u", "nobody", "--", "python3", "-c", script, path, received]
+        try listener.run()
+        defer { if listener.isRunning { listener.terminate() } }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: path + ".ready") { usleep(50_000) }
+        let outcome = try CLI.sluice(["ctl", "--socket", path, "speak", "my private text"])
+        #expect(outcome.status == 1)
+        #expect(outcome.standardError.contains("served by another user's process"), "\(outcome.standardError)")
+        listener.waitUntilExit()
+        let got = (try? String(contentsOfFile: received, encoding: .utf8)) ?? "?"
+        #expect(!got.contains("private"), "the other user's listener received: \(got)")
+    }
+}
+
 /// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
 final class UDPClient {
     let descriptor: Int32
