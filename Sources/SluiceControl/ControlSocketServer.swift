@@ -135,7 +135,14 @@ public final class ControlSocketServer: @unchecked Sendable {
         }
     }
 
-    /// Reads lines from one client until it hangs up; answers each.
+    /// How long a connection that does not `watch` may stay without sending a request before
+    /// it is closed, so idle clients cannot hold the `maximumClients` places.
+    public static let idleLimit: Double = 30
+
+    /// Reads lines from one client until it hangs up, answering each, and writes what is queued
+    /// for it as its socket takes it. While the client has more than
+    /// `ControlConnection.queueLimit` bytes unread, its requests are not read (it is held back,
+    /// not the server); events beyond that are dropped and counted.
     private func serve(_ client: Int32) {
         let connection = ControlConnection(descriptor: client)
         defer {
@@ -145,14 +152,32 @@ public final class ControlSocketServer: @unchecked Sendable {
         var pending: [UInt8] = []
         var discarding = false  // inside a line that was too long
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-            if count < 0 && errno == EINTR { continue }
+        var lastRequest = ControlConnection.monotonicNow()
+        while !stopped.load(ordering: .relaxed) && !connection.isClosed {
+            let backlog = connection.backlog
+            var wanted = Int16(backlog > 0 ? POLLOUT : 0)
+            if backlog < ControlConnection.queueLimit { wanted |= Int16(POLLIN) }
+            var poller = pollfd(fd: client, events: wanted, revents: 0)
+            // A timeout, so that lines queued by other threads while the socket was full are
+            // written, and idle clients are noticed.
+            let ready = poll(&poller, 1, 200)
+            if ready < 0 && errno != EINTR { return }
+            if poller.revents & Int16(POLLOUT) != 0 { connection.flush() }
+            if poller.revents & Int16(POLLERR | POLLNVAL) != 0 { return }
+            guard poller.revents & Int16(POLLIN | POLLHUP) != 0 else {
+                if !connection.isWatching && ControlConnection.monotonicNow() - lastRequest > Self.idleLimit { return }
+                continue
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             guard count > 0 else { return }
+            lastRequest = ControlConnection.monotonicNow()
             var start = 0
             for index in 0..<count where buffer[index] == UInt8(ascii: "\n") {
                 if discarding {
                     discarding = false
+                } else if pending.count + (index - start) > ControlJSON.maximumLineBytes {
+                    refuseLongLine(on: connection)
                 } else {
                     pending.append(contentsOf: buffer[start..<index])
                     if !answer(pending, on: connection) { return }
@@ -160,15 +185,21 @@ public final class ControlSocketServer: @unchecked Sendable {
                 pending.removeAll(keepingCapacity: true)
                 start = index + 1
             }
-            if !discarding { pending.append(contentsOf: buffer[start..<count]) }
-            if pending.count > ControlJSON.maximumLineBytes {
+            guard !discarding else { continue }
+            if pending.count + (count - start) > ControlJSON.maximumLineBytes {
                 pending.removeAll()
                 discarding = true
-                let error = ControlError(
-                    code: "line-too-long", message: "a request line is at most \(ControlJSON.maximumLineBytes) bytes; this one was skipped")
-                if !connection.send(ControlJSON.reply(.failure(error), command: nil, id: nil)) { return }
+                refuseLongLine(on: connection)
+            } else {
+                pending.append(contentsOf: buffer[start..<count])
             }
         }
+    }
+
+    private func refuseLongLine(on connection: ControlConnection) {
+        let error = ControlError(
+            code: "line-too-long", message: "a request line is at most \(ControlJSON.maximumLineBytes) bytes; this one was skipped")
+        connection.send(ControlJSON.reply(.failure(error), command: nil, id: nil))
     }
 
     /// Answers one line (blank lines are skipped). False when the client has gone.
@@ -180,47 +211,147 @@ public final class ControlSocketServer: @unchecked Sendable {
     }
 }
 
-/// One client of the control socket: replies go out on it, and events when it watches. A
-/// line is written whole under a lock, so replies and events never interleave.
+/// One client of the control socket: replies go out on it, and events when it watches.
+///
+/// Every line is queued whole and written without waiting, by whichever thread queued it and
+/// then by the client's own thread as the socket drains; no lock is held while writing, and
+/// nothing ever waits for a client to read. A client that stops reading holds back only
+/// itself: its requests are not read while more than `queueLimit` bytes wait for it, and the
+/// events beyond that are dropped, counted in the `dropped` field of the next event it gets.
+///
+/// Threading: [thread-safe].
 public final class ControlConnection: Sendable {
+    /// The most bytes a client may have waiting to be written.
+    public static let queueLimit = 256 * 1024
+
+    private struct State {
+        var open = true
+        /// Lines accepted and not yet written, oldest first.
+        var queue: [UInt8] = []
+        /// A thread is writing the front of `queue` (outside the lock).
+        var writing = false
+        /// `close()` came while a thread was writing: that thread closes the descriptor.
+        var closeWhenWritten = false
+        var watching = false
+        var droppedEvents = 0
+    }
+
     private let descriptor: Int32
-    /// Whether the connection is still open; held while a line is written.
-    private let open = Mutex<Bool>(true)
+    private let state = Mutex(State())
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
-    /// Writes `line` and a newline; waits while the socket is full unless `dropIfFull`, when a
-    /// full socket (a client not reading) drops the line instead. False when the client has
-    /// gone or the line was dropped.
+    /// Queues `line` and a newline (a reply: never dropped), and writes what the socket takes
+    /// now. False when the client has gone.
     @discardableResult
-    public func send(_ line: String, dropIfFull: Bool = false) -> Bool {
+    public func send(_ line: String) -> Bool {
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
-        return open.withLock { open -> Bool in
-            guard open else { return false }
-            var sent = 0
-            while sent < bytes.count {
-                let flags = Int32(MSG_NOSIGNAL) | (dropIfFull && sent == 0 ? Int32(MSG_DONTWAIT) : 0)
-                let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, flags) }
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && sent == 0 { return false }
-                guard count > 0 else { return false }
-                sent += count
-            }
+        let queued = state.withLock { state -> Bool in
+            guard state.open else { return false }
+            state.queue += bytes
             return true
+        }
+        if queued { flush() }
+        return queued
+    }
+
+    /// Queues an event (a JSON object, with `dropped` added when events were lost before it)
+    /// unless `queueLimit` bytes already wait for this client: then it is dropped and counted.
+    /// False when it was dropped or the client has gone.
+    @discardableResult
+    public func send(event fields: [String: Any]) -> Bool {
+        let dropped = state.withLock { $0.droppedEvents }
+        var object = fields
+        if dropped > 0 { object["dropped"] = dropped }
+        var bytes = Array(ControlJSON.encode(object).utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        let queued = state.withLock { state -> Bool in
+            guard state.open else { return false }
+            guard state.queue.count + bytes.count <= Self.queueLimit else {
+                state.droppedEvents += 1
+                return false
+            }
+            state.queue += bytes
+            state.droppedEvents = 0
+            return true
+        }
+        if queued { flush() }
+        return queued
+    }
+
+    /// Writes what is queued, as much as the socket takes without waiting.
+    func flush() {
+        while true {
+            let chunk: [UInt8]? = state.withLock { state in
+                guard state.open, !state.writing, !state.queue.isEmpty else { return nil }
+                state.writing = true
+                return Array(state.queue.prefix(64 * 1024))
+            }
+            guard let chunk else { return }
+            var written = 0
+            var failed = false
+            while written < chunk.count {
+                let count = chunk[written...].withUnsafeBytes {
+                    Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+                guard count > 0 else {
+                    failed = true
+                    break
+                }
+                written += count
+            }
+            let again = state.withLock { state -> Bool in
+                state.writing = false
+                state.queue.removeFirst(written)
+                if failed { state.open = false }
+                if state.closeWhenWritten || failed {
+                    state.closeWhenWritten = false
+                    state.queue = []
+                    Glibc.close(descriptor)
+                    return false
+                }
+                return written == chunk.count && !state.queue.isEmpty
+            }
+            if !again { return }
         }
     }
 
+    /// Bytes queued and not yet written.
+    var backlog: Int { state.withLock { $0.queue.count } }
+
     /// Whether the client has hung up (or the server closed it).
-    public var isClosed: Bool { open.withLock { !$0 } }
+    public var isClosed: Bool { state.withLock { !$0.open } }
+
+    /// Marks the connection as one that `watch`es (it is then never closed as idle).
+    func startWatching() { state.withLock { $0.watching = true } }
+
+    var isWatching: Bool { state.withLock { $0.watching } }
 
     func close() {
-        open.withLock { open in
-            guard open else { return }
-            open = false
-            Glibc.close(descriptor)
+        state.withLock { state in
+            guard state.open || state.writing else { return }
+            let wasOpen = state.open
+            state.open = false
+            if state.writing {
+                // The writing thread closes it once its send returns: closing now could hand
+                // the number to another connection under its feet.
+                state.closeWhenWritten = true
+                shutdown(descriptor, Int32(SHUT_RDWR))
+            } else if wasOpen {
+                state.queue = []
+                Glibc.close(descriptor)
+            }
         }
+    }
+
+    static func monotonicNow() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) * 1e-9
     }
 }

@@ -2,15 +2,15 @@ import Foundation
 import Synchronization
 
 /// The events a served graph pushes to the connections that `watch` it: one JSON object a
-/// line, written without waiting (a client that stops reading loses events, counted in the
-/// `dropped` field of the next one it gets, rather than holding the graph's control thread).
+/// line, queued without waiting (a client that stops reading loses events, counted in the
+/// `dropped` field of the next one it gets, rather than holding the graph's control thread;
+/// `ControlConnection`). No lock is held while a connection writes.
 ///
 /// Threading: [thread-safe].
 public final class EventStream: Sendable {
     private struct Watcher: Sendable {
         let connection: ControlConnection
         let levels: Bool
-        var dropped = 0
     }
 
     private let watchers = Mutex<[Watcher]>([])
@@ -19,6 +19,7 @@ public final class EventStream: Sendable {
 
     /// Starts sending events to `connection` until it closes.
     public func add(_ connection: ControlConnection, levels: Bool) {
+        connection.startWatching()
         watchers.withLock { $0.append(Watcher(connection: connection, levels: levels)) }
     }
 
@@ -32,17 +33,10 @@ public final class EventStream: Sendable {
     public func emit(_ event: String, _ fields: [String: any Sendable] = [:]) {
         var object: [String: Any] = fields.mapValues { $0 as Any }
         object["event"] = event
-        watchers.withLock { watchers in
+        let receivers = watchers.withLock { watchers -> [ControlConnection] in
             watchers.removeAll { $0.connection.isClosed }
-            for index in watchers.indices where event != "level" || watchers[index].levels {
-                var line = object
-                if watchers[index].dropped > 0 { line["dropped"] = watchers[index].dropped }
-                if watchers[index].connection.send(ControlJSON.encode(line), dropIfFull: true) {
-                    watchers[index].dropped = 0
-                } else {
-                    watchers[index].dropped += 1
-                }
-            }
+            return watchers.filter { event != "level" || $0.levels }.map(\.connection)
         }
+        for connection in receivers { connection.send(event: object) }
     }
 }

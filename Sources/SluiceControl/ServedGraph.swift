@@ -296,8 +296,9 @@ public final class ServedGraph: Sendable {
         case .success(let only): name = only
         case .failure(let error): return .failure(error)
         }
-        // Hold the texts' lock: no speak slips in between the interrupt and the accounting.
-        return spoken.withLock { spoken -> Result<[String: any Sendable], ControlError> in
+        // Hold the texts' lock: no speak slips in between the interrupt and the accounting. The
+        // event goes out after it is let go.
+        let outcome = spoken.withLock { spoken -> Result<[String: any Sendable], ControlError> in
             guard let next = speakers[name]!.interrupt(changing: values) else {
                 return .failure(values.isEmpty
                     ? ControlError(code: "cannot-interrupt", message: "node '\(name)' cannot drop what it was given; wait for it, or quit")
@@ -315,8 +316,9 @@ public final class ServedGraph: Sendable {
             if let partial = cut.partial { fields["partial"] = partial }
             if let partialHeard = cut.partialHeard { fields["partial-heard"] = partialHeard }
             if let partialWord = cut.partialWord { fields["partial-word"] = partialWord }
-            events.emit("cancelled", fields)
             return .success(fields)
         }
+        if case .success(let fields) = outcome { events.emit("cancelled", fields) }
+        return outcome
     }
 }

@@ -792,6 +792,41 @@ extension ServeCommandTests {
     }
 }
 
+extension ServeCommandTests {
+    @Test("a client that watches and stops reading holds back only itself: others are answered, and quit ends serve at once")
+    func aClientThatStopsReading() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let served = try Served(
+            graph: try toneGraph(in: folder, connect: "none"), socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+
+        // It watches levels (about ten events a second) and sends requests it never reads the
+        // replies to, until the server stops taking them.
+        let stuck = try UnixLineConnection(socket: served.socket)
+        #expect(stuck.sendWithoutWaiting(#"{"command":"watch","levels":true}"#))
+        var sent = 0
+        while sent < 20_000, stuck.sendWithoutWaiting(#"{"command":"parameters"}"#) { sent += 1 }
+        #expect(sent > 100, "the server took only \(sent) requests")
+
+        // Everyone else is served as before, pause and resume included.
+        for words in [["status"], ["pause"], ["resume"], ["set", "level", "gain", "0.5"], ["parameters"], ["status"]] {
+            let outcome = try served.ctl(words)
+            #expect(outcome.status == 0, "\(words): \(outcome.reply)")
+        }
+        let watcher = try UnixLineConnection(socket: served.socket)
+        #expect(try watcher.exchange(#"{"command":"watch"}"#).contains(#""ok":true"#))
+        #expect(try served.ctl(["pause"]).status == 0)
+        let event = watcher.readLine(timeout: 5) ?? ""
+        #expect(event.contains(#""event":"paused""#), "a second watcher got: \(event)")
+
+        // The stuck client still holds its place: quit ends the process all the same.
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait(timeout: 5) == 0, "serve did not exit while a client was not reading")
+        withExtendedLifetime(stuck) {}
+    }
+}
+
 /// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
 final class UDPClient {
     let descriptor: Int32
@@ -864,6 +899,13 @@ final class UnixLineConnection {
             line.append(byte)
         }
         return nil
+    }
+
+    /// Sends `line` without waiting; false when the socket would block (the server is not
+    /// reading) or is gone.
+    func sendWithoutWaiting(_ line: String) -> Bool {
+        let bytes = Array((line + "\n").utf8)
+        return send(handle, bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) == bytes.count
     }
 
     func exchange(_ line: String) throws -> String {
