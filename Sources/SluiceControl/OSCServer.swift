@@ -16,6 +16,10 @@ import Synchronization
 /// Each message is answered to its sender: `/sluice/reply s:command s:json-fields`, or
 /// `/sluice/error s:address s:code s:message`. A malformed datagram (not OSC, a bundle, an
 /// unknown address, wrong arguments) is answered with an error and changes nothing.
+///
+/// UDP carries no sender uid: on loopback any local user can send. Beyond loopback a shared
+/// secret is required, given as every message's first argument (`s`); a datagram without it
+/// is dropped unanswered, so a forged sender address gets nothing back (no amplification).
 public final class OSCServer: @unchecked Sendable {
     // SAFETY (@unchecked Sendable): `descriptor` is set in init and closed once by the thread
     // after `stop`; everything else is immutable or atomic.
@@ -25,23 +29,41 @@ public final class OSCServer: @unchecked Sendable {
     public let host: String
     private let descriptor: Int32
     private let handle: @Sendable (ControlRequest) -> Result<[String: any Sendable], ControlError>
+    /// The shared secret every message must begin with, or nil (loopback only).
+    private let secret: [UInt8]?
     private let stopped = Atomic<Bool>(false)
     private let finished = WakeOnce()
     /// Datagrams received, answered with an error, and ignored (no reply possible).
     public let received = Atomic<Int>(0)
     public let refused = Atomic<Int>(0)
+    /// Datagrams dropped unanswered: without the shared secret.
+    public let unauthenticated = Atomic<Int>(0)
 
+    /// - Parameter secret: required when `host` is not a loopback address (127.x.y.z):
+    ///   every message must then carry it as its first argument.
     public init(
-        host: String = "127.0.0.1", port: Int,
+        host: String = "127.0.0.1", port: Int, secret: String? = nil,
         handle: @escaping @Sendable (ControlRequest) -> Result<[String: any Sendable], ControlError>
     ) throws(ControlError) {
         self.host = host
         self.handle = handle
+        self.secret = secret.map { Array($0.utf8) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(clamping: port)).bigEndian
         guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
             throw ControlError(code: "osc-host", message: "'\(host)' is not an IPv4 address for the OSC port (127.0.0.1 for this machine only)")
+        }
+        let isLoopback = UInt32(bigEndian: address.sin_addr.s_addr) >> 24 == 127
+        guard isLoopback || secret != nil else {
+            throw ControlError(
+                code: "osc-secret",
+                message: "OSC on '\(host)' is reachable from other machines and would take commands from anyone: give "
+                    + "--osc-secret-file FILE (a secret every message carries as its first argument, docs/control.md), "
+                    + "or listen on 127.0.0.1")
+        }
+        if let secret, secret.utf8.count < 16 {
+            throw ControlError(code: "osc-secret", message: "the OSC secret is \(secret.utf8.count) bytes; use at least 16 (for example `openssl rand -hex 16`)")
         }
         let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else {
@@ -97,7 +119,10 @@ public final class OSCServer: @unchecked Sendable {
             }
             guard count > 0 else { continue }
             received.add(1, ordering: .relaxed)
-            let (address, outcome) = Self.request(from: &buffer, count: count)
+            guard let (address, outcome) = Self.request(from: &buffer, count: count, secret: secret) else {
+                unauthenticated.add(1, ordering: .relaxed)
+                continue
+            }
             let reply: (path: String, arguments: [String])
             switch outcome.flatMap(handle) {
             case .success(let fields):
@@ -111,22 +136,36 @@ public final class OSCServer: @unchecked Sendable {
         }
     }
 
-    /// The message's address and the request it makes, or why it makes none.
-    static func request(from buffer: inout [UInt8], count: Int) -> (String, Result<ControlRequest, ControlError>) {
+    /// The message's address and the request it makes, or why it makes none; nil when
+    /// `secret` is set and the message does not begin with it (it gets no reply at all).
+    static func request(
+        from buffer: inout [UInt8], count: Int, secret: [UInt8]? = nil
+    ) -> (String, Result<ControlRequest, ControlError>)? {
         if count >= 8, buffer.starts(with: Array("#bundle\0".utf8)) {
+            if secret != nil { return nil }
             return ("#bundle", .failure(ControlError(code: "osc-bundle", message: "OSC bundles are not taken; send each message on its own")))
         }
         var result: Int32 = 0
         // SAFETY: liblo reads `count` bytes of `buffer` and copies what it keeps.
         let message = buffer.withUnsafeMutableBytes { lo_message_deserialise($0.baseAddress, count, &result) }
         guard let message, result == 0 else {
+            if secret != nil { return nil }
             return ("", .failure(ControlError(code: "osc-malformed", message: "not an OSC message (liblo error \(result))")))
         }
         defer { lo_message_free(message) }
         // The address is the message's first OSC string, NUL-terminated (liblo checked it).
         let address = String(decoding: buffer[0..<count].prefix { $0 != 0 }, as: UTF8.self)
-        let types = Array(String(cString: lo_message_get_types(message)).utf8)
-        let arguments = lo_message_get_argv(message)
+        var types = Array(String(cString: lo_message_get_types(message)).utf8)
+        var arguments = lo_message_get_argv(message)
+        if let secret {
+            // SAFETY: as `string` below: an 's' argument points at its NUL-terminated string.
+            guard types.first == UInt8(ascii: "s"), let first = arguments?[0] else { return nil }
+            let given = UnsafeRawPointer(first).assumingMemoryBound(to: UInt8.self)
+            let length = strlen(UnsafeRawPointer(first).assumingMemoryBound(to: CChar.self))
+            guard Self.sameBytes(UnsafeBufferPointer(start: given, count: length), secret) else { return nil }
+            types.removeFirst()
+            arguments = arguments?.advanced(by: 1)
+        }
         func string(_ index: Int) -> String? {
             guard index < types.count, types[index] == UInt8(ascii: "s") || types[index] == UInt8(ascii: "S"),
                 let argument = arguments?[index]
@@ -213,6 +252,15 @@ public final class OSCServer: @unchecked Sendable {
             return (address, .failure(ControlError(
                 code: "osc-unknown-address", message: "no OSC address '\(address)'; addresses: \(known.joined(separator: ", "))")))
         }
+    }
+
+    /// Whether `given` equals `secret`, in a time that does not depend on where they differ.
+    static func sameBytes(_ given: UnsafeBufferPointer<UInt8>, _ secret: [UInt8]) -> Bool {
+        var difference = UInt8(given.count == secret.count ? 0 : 1)
+        for index in 0..<secret.count {
+            difference |= secret[index] ^ (index < given.count ? given[index] : 0)
+        }
+        return difference == 0
     }
 
     /// Sends an OSC message of string arguments to `destination`.

@@ -11,7 +11,8 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
         discussion: """
             Commands come from any number of clients at once: `sluice ctl` or any program over \
             the JSON-lines socket ($XDG_RUNTIME_DIR/sluice/GRAPH.sock, mode 0600), and OSC tools \
-            over UDP with --osc-port (loopback only unless --osc-host says otherwise). Set a live \
+            over UDP with --osc-port (on 127.0.0.1, where any local user can send to it; on \
+            another address only with --osc-secret-file). Set a live \
             parameter, speak text through the graph's provider, pause and resume, ask for status, quit. A refused \
             command is answered with an error and the graph plays on. See docs/control.md.
 
@@ -30,8 +31,17 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
     @Option(name: .customLong("osc-port"), help: "Also take OSC messages on this UDP port (0: any free port, printed).")
     var oscPort: Int?
 
-    @Option(name: .customLong("osc-host"), help: "The address the OSC port listens on.")
+    @Option(
+        name: .customLong("osc-host"),
+        help: "The address the OSC port listens on. On 127.0.0.1 any local user can send to it (UDP carries no sender); any other address needs --osc-secret-file.")
     var oscHost = "127.0.0.1"
+
+    @Option(
+        name: .customLong("osc-secret-file"), help: ArgumentHelp(
+            "A file (yours, not readable by others) whose first line every OSC message must carry as its first argument; messages without it get no reply.",
+            valueName: "file"),
+        completion: .file())
+    var oscSecretFile: String?
 
     @Option(name: .long, help: "The JACK server for jack.sink nodes that name none (default: $JACK_DEFAULT_SERVER, then \"default\").")
     var server: String?
@@ -78,7 +88,10 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
             }
             defer { socket.stop() }
             var osc: OSCServer?
-            if let oscPort { osc = try OSCServer(host: oscHost, port: oscPort, handle: served.handle) }
+            if let oscPort {
+                let secret = try oscSecretFile.map { file throws(ControlError) in try SecretFile.read(file) }
+                osc = try OSCServer(host: oscHost, port: oscPort, secret: secret, handle: served.handle)
+            }
             defer { osc?.stop() }
 
             try live.start()

@@ -827,6 +827,56 @@ extension ServeCommandTests {
     }
 }
 
+extension ServeCommandTests {
+    @Test("OSC beyond loopback needs a private secret file; a datagram without the secret gets no reply at all")
+    func oscBeyondLoopbackNeedsASecret() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let graph = try toneGraph(in: folder, connect: "none")
+        let open = try CLI.sluice(["serve", graph.path, "--server", server.name, "--osc-port", "0", "--osc-host", "0.0.0.0"])
+        #expect(open.status == 1)
+        #expect(open.standardError.contains("--osc-secret-file"), "\(open.standardError)")
+
+        let secret = "0123456789abcdef-not-guessable"
+        let secretFile = try folder.write(secret + "\n", to: "osc.secret")
+        #expect(chmod(secretFile.path, 0o644) == 0)
+        let readable = try CLI.sluice([
+            "serve", graph.path, "--server", server.name, "--osc-port", "0", "--osc-host", "0.0.0.0", "--osc-secret-file", secretFile.path,
+        ])
+        #expect(readable.status == 1)
+        #expect(readable.standardError.contains("chmod 600"), "\(readable.standardError)")
+
+        #expect(chmod(secretFile.path, 0o600) == 0)
+        let served = try Served(
+            graph: graph, socket: folder.file("control.sock").path, server: server.name,
+            extra: ["--osc-port", "0", "--osc-host", "0.0.0.0", "--osc-secret-file", secretFile.path])
+        let ready = try #require(served.readyLine())
+        let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
+        let udp = try UDPClient(port: oscPort)
+        // No secret, a wrong one, a truncated one, a bundle, garbage: nothing comes back.
+        let unanswered: [[UInt8]] = [
+            OSCMessage.encode("/sluice/status", []),
+            OSCMessage.encode("/sluice/status", [.string("0123456789abcdef-not-guessabl3")]),
+            OSCMessage.encode("/sluice/status", [.string(String(secret.dropLast()))]),
+            OSCMessage.encode("/sluice/quit", [.int32(1)]),
+            Array("#bundle\0".utf8) + [0, 0, 0, 0, 0, 0, 0, 1],
+            [0xff, 0x00, 0x13, 0x37],
+        ]
+        for datagram in unanswered {
+            #expect(udp.exchange(datagram) == nil, "a reply to \(datagram.count) unauthenticated bytes")
+        }
+        // With it: answered, and the command done.
+        let status = try #require(udp.exchange(OSCMessage.encode("/sluice/status", [.string(secret)])))
+        #expect(OSCMessage.decodeStrings(status)?.address == "/sluice/reply")
+        let set = try #require(udp.exchange(OSCMessage.encode("/sluice/node/level/gain", [.string(secret), .float(0.25)])))
+        let setReply = OSCMessage.decodeStrings(set)
+        #expect(setReply?.address == "/sluice/reply", "\(setReply as Any)")
+        #expect(setReply?.arguments.last?.contains(#""value":0.25"#) == true, "\(setReply as Any)")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+    }
+}
+
 /// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
 final class UDPClient {
     let descriptor: Int32
