@@ -27,13 +27,16 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file, or the folder holding it, may be written by other users, so its code may not
     /// be the code its owner put there: `writable` is the file or folder, `mode` its bits.
     case writableByOthers(path: String, writable: String, mode: UInt32)
+    /// The file, or a folder above it, belongs to another user (not this one, not root).
+    case ownedByOthers(path: String, owned: String, owner: UInt32)
 
     /// The plugin file at fault.
     public var path: String {
         switch self {
         case .missingFile(let path), .notALibrary(let path, _), .missingEntry(let path), .invalidEntry(let path, _),
             .versionMismatch(let path, _, _), .initFailed(let path), .missingFactory(let path),
-            .invalidDescriptor(let path, _, _), .duplicateType(_, let path, _), .writableByOthers(let path, _, _):
+            .invalidDescriptor(let path, _, _), .duplicateType(_, let path, _), .writableByOthers(let path, _, _),
+            .ownedByOthers(let path, _, _):
             path
         }
     }
@@ -63,6 +66,9 @@ public enum PluginError: Error, Sendable, Hashable, CustomStringConvertible {
         case .writableByOthers(let path, let writable, let mode):
             "plugin '\(path)' is not loaded: '\(writable)' may be written by other users (mode \(String(mode & 0o7777, radix: 8))); "
                 + "run `chmod go-w '\(writable)'` if it is yours"
+        case .ownedByOthers(let path, let owned, let owner):
+            "plugin '\(path)' is not loaded: '\(owned)' belongs to uid \(owner), who could have put anything there; "
+                + "install plugins where only you (or root) can write"
         }
     }
 }

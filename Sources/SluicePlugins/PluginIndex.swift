@@ -3,8 +3,10 @@ import Glibc
 
 /// What each plugin file on the search path provides, remembered between runs so a command
 /// opens only the plugins its graph needs (opening a library runs its code and costs start-up
-/// time). A record is trusted only while its file is unchanged: same size, modification time
-/// and inode; any change and the file is opened again. Kept in
+/// time). A record is trusted only while its file is unchanged: same size, status-change time
+/// (ctime) and inode; any change and the file is opened again. ctime, not the modification
+/// time: a file rewritten in place with its size kept and its mtime set back (`touch -d`)
+/// still shows a new ctime, which no user can set. Kept in
 /// `$XDG_CACHE_HOME/sluice/plugin-index` (mode 0600, its folder 0700); an index that cannot
 /// be read or written is simply not used — every plugin is then opened, as before.
 ///
@@ -18,7 +20,8 @@ public final class PluginIndex: @unchecked Sendable {
     /// One file's record: how it looked, and what it provided or why it failed.
     public struct Record: Sendable, Hashable {
         public var size: Int64
-        public var modified: Int64
+        /// The status-change time (ctime), in nanoseconds.
+        public var changed: Int64
         public var inode: UInt64
         /// The node type names it registers; empty when it failed.
         public var types: [String]
@@ -58,7 +61,7 @@ public final class PluginIndex: @unchecked Sendable {
     public func freshRecord(for path: String) -> Record? {
         guard let now = Self.fileState(path) else { return nil }
         return lock.withLock {
-            guard let record = records[path], record.size == now.size, record.modified == now.modified, record.inode == now.inode else {
+            guard let record = records[path], record.size == now.size, record.changed == now.changed, record.inode == now.inode else {
                 return nil
             }
             return record
@@ -68,7 +71,7 @@ public final class PluginIndex: @unchecked Sendable {
     /// Notes what the file at `path` provided (or why it failed), as it is now.
     public func remember(_ path: String, types: [String], error: String?) {
         guard let now = Self.fileState(path) else { return }
-        let record = Record(size: now.size, modified: now.modified, inode: now.inode, types: types, error: error)
+        let record = Record(size: now.size, changed: now.changed, inode: now.inode, types: types, error: error)
         lock.withLock {
             if records[path] != record {
                 records[path] = record
@@ -97,29 +100,29 @@ public final class PluginIndex: @unchecked Sendable {
         if written == data.count { rename(temporary, path) } else { unlink(temporary) }
     }
 
-    private static func fileState(_ path: String) -> (size: Int64, modified: Int64, inode: UInt64)? {
+    private static func fileState(_ path: String) -> (size: Int64, changed: Int64, inode: UInt64)? {
         var status = stat()
         guard stat(path, &status) == 0 else { return nil }
-        let modified = Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec)
-        return (Int64(status.st_size), modified, UInt64(status.st_ino))
+        let changed = Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec)
+        return (Int64(status.st_size), changed, UInt64(status.st_ino))
     }
 }
 
 extension PluginIndex {
     /// The index file: a first line naming the format and its version, then one line per
-    /// plugin file — its path, size, modification time (ns), inode, the type names it
+    /// plugin file — its path, size, status-change time (ns), inode, the type names it
     /// registers (comma-separated) and why it failed (empty when it did not), separated by
     /// tabs. `%`, tab, newline, carriage return and comma inside a field are written `%25`,
     /// `%09`, `%0A`, `%0D`, `%2C`, so any path reads back. A file that does not start with the
     /// expected first line, or has a malformed line, reads as no index at all.
     enum Format {
-        static let header = "sluice-plugin-index 2"
+        static let header = "sluice-plugin-index 3"
 
         static func encode(_ records: [String: Record]) -> [UInt8] {
             var text = header + "\n"
             for (path, record) in records.sorted(by: { $0.key < $1.key }) {
                 let fields = [
-                    escaped(path), String(record.size), String(record.modified), String(record.inode),
+                    escaped(path), String(record.size), String(record.changed), String(record.inode),
                     record.types.map(escaped).joined(separator: ","), record.error.map(escaped) ?? "",
                 ]
                 text += fields.joined(separator: "\t") + "\n"
@@ -135,7 +138,7 @@ extension PluginIndex {
                 let fields = line.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)
                 guard fields.count == 6, let path = unescaped(fields[0]),
                     let size = Int64(String(decoding: fields[1], as: UTF8.self)),
-                    let modified = Int64(String(decoding: fields[2], as: UTF8.self)),
+                    let changed = Int64(String(decoding: fields[2], as: UTF8.self)),
                     let inode = UInt64(String(decoding: fields[3], as: UTF8.self))
                 else { return nil }
                 var types: [String] = []
@@ -148,7 +151,7 @@ extension PluginIndex {
                     guard let message = unescaped(fields[5]) else { return nil }
                     error = message
                 }
-                records[path] = Record(size: size, modified: modified, inode: inode, types: types, error: error)
+                records[path] = Record(size: size, changed: changed, inode: inode, types: types, error: error)
             }
             return records
         }

@@ -71,21 +71,31 @@ public final class PluginLibrary: @unchecked Sendable {
         abiVersion = plugin.entry.pointee.abi_version
     }
 
-    /// Refuses a file, or a folder holding it, that users other than its owner may write
-    /// (group- or world-writable; a folder with the sticky bit, such as /tmp, lets nobody
-    /// replace another's file, so it passes). Checks the path as given and the file it
-    /// resolves to.
+    /// Refuses a file that another user could have written, as sudo and ssh do: the file and
+    /// every folder above it, up to `/`, must belong to this user or root, and none may be
+    /// writable by group or others, except a folder with the sticky bit (such as /tmp), where
+    /// nobody may replace another's file. Checks the path as given (its links' folders) and
+    /// the file it resolves to.
     static func checkPermissions(path: String, resolved: String) throws(PluginError) {
-        for file in Set([path, resolved]) {
-            var status = stat()
-            guard stat(file, &status) == 0 else { continue }
-            if status.st_mode & (S_IWGRP | S_IWOTH) != 0 {
-                throw .writableByOthers(path: path, writable: file, mode: status.st_mode)
-            }
-            let folder = PluginSearchPath.parent(of: file)
-            guard stat(folder, &status) == 0 else { continue }
-            if status.st_mode & (S_IWGRP | S_IWOTH) != 0 && status.st_mode & S_ISVTX == 0 {
-                throw .writableByOthers(path: path, writable: folder, mode: status.st_mode)
+        let user = geteuid()
+        for start in Set([path, resolved]) {
+            var current = start
+            var isFile = true
+            while true {
+                var status = stat()
+                if stat(current, &status) == 0 {
+                    if status.st_uid != user && status.st_uid != 0 {
+                        throw .ownedByOthers(path: path, owned: current, owner: status.st_uid)
+                    }
+                    let othersWrite = status.st_mode & (S_IWGRP | S_IWOTH) != 0
+                    if othersWrite && (isFile || status.st_mode & S_ISVTX == 0) {
+                        throw .writableByOthers(path: path, writable: current, mode: status.st_mode)
+                    }
+                }
+                let folder = PluginSearchPath.parent(of: current)
+                if folder == current || current == "/" || folder.isEmpty { break }
+                current = folder
+                isFile = false
             }
         }
     }

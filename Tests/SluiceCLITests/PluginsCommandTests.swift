@@ -110,6 +110,41 @@ struct PluginsCommandTests {
             "\(outcome.standardOutput)")
     }
 
+    /// As sudo and ssh check a key: every folder up to the root, and the owners too. The
+    /// tests run as root and plant files as nobody (uid 65534).
+    @Test("a plugin another user owns, or under a folder another user owns or may write, is refused, its code never run",
+          arguments: ["sticky", "owned-folder", "writable-grandparent"])
+    func ownedByOthers(_ trap: String) throws {
+        let root = TemporaryFolder()
+        let top = root.url.path
+        var folder = top
+        var expected = ""
+        switch trap {
+        case "sticky":
+            // /tmp-like: anyone may add files, nobody may replace another's; the file is nobody's.
+            #expect(chmod(top, 0o1777) == 0)
+            expected = "belongs to uid 65534"
+        case "owned-folder":
+            folder = top + "/theirs"
+            #expect(mkdir(folder, 0o755) == 0 && chown(folder, 65_534, 65_534) == 0)
+            expected = "'\(folder)' belongs to uid 65534"
+        default:
+            // A 0755 folder of root's inside one that anyone may write (and rename it away).
+            #expect(chmod(top, 0o777) == 0)
+            folder = top + "/inner"
+            #expect(mkdir(folder, 0o755) == 0)
+            expected = "'\(top)' may be written by other users (mode 777)"
+        }
+        defer { _ = chmod(top, 0o755) }
+        let copy = folder + "/libsluice-planted.so"
+        try FileManager.default.copyItem(atPath: Self.ducker, toPath: copy)
+        if trap == "sticky" { #expect(chown(copy, 65_534, 65_534) == 0) }
+        let outcome = try Self.sluice(["plugins"], pluginPath: folder)
+        #expect(outcome.status == 1)
+        #expect(outcome.standardOutput.contains("error: plugin '\(copy)' is not loaded: "), "\(outcome.standardOutput)")
+        #expect(outcome.standardOutput.contains(expected), "\(outcome.standardOutput)")
+    }
+
     @Test("a second plugin with a taken type name: exit 1 naming both files")
     func duplicate() throws {
         let folder = TemporaryFolder()

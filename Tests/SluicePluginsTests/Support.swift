@@ -60,6 +60,7 @@ extension PluginError {
         case .invalidDescriptor: "invalidDescriptor"
         case .duplicateType: "duplicateType"
         case .writableByOthers: "writableByOthers"
+        case .ownedByOthers: "ownedByOthers"
         }
     }
 }
