@@ -27,6 +27,8 @@ final class SpeechdModule: @unchecked Sendable {
         var begun = false
         var started: Set<Int> = []
         var ended: Set<Int> = []
+        /// The event thread follows the graph now (its `watch` was answered).
+        var watching = false
     }
 
     init(configuration: ModuleConfiguration) {
@@ -93,35 +95,51 @@ final class SpeechdModule: @unchecked Sendable {
         case .character, .key: text = text == "space" ? "space" : text.replacingOccurrences(of: "_", with: " ")
         case .soundIcon: text = ""
         }
-        state.withLock { $0 = MessageState(active: !text.isEmpty, started: $0.started, ended: $0.ended) }
-        send("200 OK SPEAKING")
         guard !text.isEmpty else {
             // Nothing to say (an icon, white space): begun and ended at once.
-            send("701 BEGIN")
-            send("702 END")
+            state.withLock { $0.active = false }
+            send("200 OK SPEAKING", "701 BEGIN", "702 END")
+            return
+        }
+        var speak: [String: Any] = ["command": "speak", "text": text]
+        if let speaker = configuration.speaker { speak["node"] = speaker }
+        // A message the control socket would refuse as one line is refused here, with
+        // speechd's own code: never BEGIN and END for text that was not spoken.
+        guard ControlJSON.encode(speak).utf8.count <= ControlJSON.maximumLineBytes else {
+            FileHandle.standardError.write(Data("sd_sluice: a message of \(text.utf8.count) bytes is over the control socket's line limit; not spoken\n".utf8))
+            send("301 ERROR CANT SPEAK")
+            return
+        }
+        // Events of utterances queued before the watch follows the graph again (just after a
+        // restart) would be lost, and the message never end: wait for it, briefly.
+        for _ in 0..<40 where !state.withLock({ $0.watching }) { usleep(50_000) }
+        guard state.withLock({ $0.watching }) else {
+            FileHandle.standardError.write(Data("sd_sluice: no graph serves at \(configuration.socket); not spoken\n".utf8))
+            send("301 ERROR CANT SPEAK")
             return
         }
         applySettings()
+        state.withLock { $0 = MessageState(active: true, started: $0.started, ended: $0.ended, watching: $0.watching) }
+        let reply: [String: Any]
         do {
-            var speak: [String: Any] = ["command": "speak", "text": text]
-            if let speaker = configuration.speaker { speak["node"] = speaker }
-            let reply = try request(speak)
-            let count = reply["count"] as? Int ?? 0
-            let first = reply["first"] as? Int ?? 0
-            guard count > 0 else {
-                state.withLock { $0.active = false }
-                send("701 BEGIN")
-                send("702 END")
-                return
-            }
-            state.withLock { $0.range = first...(first + count - 1) }
-            report()
+            reply = try request(speak)
         } catch {
             FileHandle.standardError.write(Data("sd_sluice: \(error)\n".utf8))
             state.withLock { $0.active = false }
-            send("701 BEGIN")
-            send("702 END")
+            send("301 ERROR CANT SPEAK")
+            return
         }
+        send("200 OK SPEAKING")
+        let count = reply["count"] as? Int ?? 0
+        let first = reply["first"] as? Int ?? 0
+        guard count > 0 else {
+            // Queued, but nothing in it to hear (punctuation alone): begun and ended at once.
+            state.withLock { $0.active = false }
+            send("701 BEGIN", "702 END")
+            return
+        }
+        state.withLock { $0.range = first...(first + count - 1) }
+        report()
     }
 
     /// STOP and PAUSE: the served graph barges in (a 5 ms fade); the message ends with `event`.
@@ -205,26 +223,38 @@ final class SpeechdModule: @unchecked Sendable {
     }
 
     /// Follows the graph's events on a thread of its own: utterances heard begin and end.
+    /// When the served graph goes away (a restart, a crash) the message being spoken is
+    /// stopped, and the thread connects again as soon as a graph serves at the socket, with
+    /// its utterance numbers starting afresh.
     private func startWatching() {
         let socket = configuration.socket
         let thread = Thread { [self] in
-            try? ControlClient.stream(ControlJSON.encode(["command": "watch"]), to: socket) { line in
-                guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                    let name = event["event"] as? String, let id = event["utterance"] as? Int
-                else { return true }
-                state.withLock { state in
-                    if name == "utterance-started" { state.started.insert(id) }
-                    if name == "utterance-ended" { state.ended.insert(id) }
+            while true {
+                var watching = false
+                try? ControlClient.stream(ControlJSON.encode(["command": "watch"]), to: socket) { line in
+                    guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return true }
+                    if event["ok"] as? Bool == true, !watching {
+                        // A new graph (or the first): what an earlier one heard means nothing now.
+                        watching = true
+                        state.withLock { $0.started = []; $0.ended = []; $0.watching = true }
+                        return true
+                    }
+                    guard let name = event["event"] as? String, let id = event["utterance"] as? Int else { return true }
+                    state.withLock { state in
+                        if name == "utterance-started" { state.started.insert(id) }
+                        if name == "utterance-ended" { state.ended.insert(id) }
+                    }
+                    report()
+                    return true
                 }
-                report()
-                return true
+                // The graph went away: nothing more of the message will be heard; it was cut.
+                let active = state.withLock { state -> Bool in
+                    defer { state.active = false; state.watching = false }
+                    return state.active
+                }
+                if active { send("703 STOP") }
+                usleep(watching ? 50_000 : 250_000)
             }
-            // The graph went away: nothing will be heard; end the message.
-            let active = state.withLock { state -> Bool in
-                defer { state.active = false }
-                return state.active
-            }
-            if active { send("702 END") }
         }
         thread.name = "sd_sluice-events"
         thread.start()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import JackTestSupport
 import SluiceTestSupport
 import Testing
@@ -113,5 +114,116 @@ import Testing
             let end = spans[1].start + spans[1].length
             #expect(abs(samples[end - 1]) < 0.01, "the stop ends on \(samples[end - 1])")
         }
+    }
+
+    /// sd_sluice driven directly over its standard input and output, as speech-dispatcher
+    /// drives it.
+    final class Module {
+        let process = Process()
+        let input = Pipe()
+        let output = Pipe()
+        /// Every line the module wrote, in order (its reading thread appends).
+        final class Lines: Sendable {
+            let lines = Mutex<[String]>([])
+        }
+        let written = Lines()
+        var cursor = 0
+
+        init(socket: String) throws {
+            process.executableURL = CommandRunner.productsFolder.appendingPathComponent("sd_sluice")
+            process.environment = ProcessInfo.processInfo.environment.merging(["SLUICE_CONTROL_SOCKET": socket]) { $1 }
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let handle = output.fileHandleForReading
+            Thread { [written] in
+                var pending = Data()
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { return }
+                    pending += chunk
+                    while let newline = pending.firstIndex(of: 0x0a) {
+                        let line = String(decoding: pending[..<newline], as: UTF8.self)
+                        pending.removeSubrange(...newline)
+                        written.lines.withLock { $0.append(line) }
+                    }
+                }
+            }.start()
+        }
+
+        func send(_ text: String) { input.fileHandleForWriting.write(Data((text + "\n").utf8)) }
+
+        /// The next line the module writes, within `timeout` seconds (nil if none).
+        func next(timeout: Double = 20) -> String? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if let line = written.lines.withLock({ cursor < $0.count ? $0[cursor] : nil }) {
+                    cursor += 1
+                    return line
+                }
+                usleep(10_000)
+            }
+            return nil
+        }
+
+        func speak(_ text: String) {
+            send("SPEAK")
+            send(text)
+            send(".")
+        }
+
+        deinit {
+            if process.isRunning { process.terminate() }
+        }
+    }
+
+    @Test("sd_sluice follows a graph that was served again, and refuses with 301 what it cannot speak, never a false BEGIN and END")
+    func moduleFollowsARestartedGraph() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "speechd-restart-ear-\(getpid())", channels: 2, capacityFrames: 4 * 48_000)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let serve = ServeCommandTests()
+        let graph = try serve.speechGraph(in: folder, client: "speechd-restart-\(getpid())", recorder: recorder)
+        let socket = folder.file("control.sock").path
+        var served = try ServeCommandTests.Served(graph: graph, socket: socket, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+
+        let module = try Module(socket: socket)
+        module.send("INIT")
+        #expect(module.next()?.hasPrefix("299-Sluice: graph") == true)
+        #expect(module.next() == "299 OK LOADED SUCCESSFULLY")
+        module.speak("Hello.")
+        #expect(module.next() == "202 OK RECEIVING MESSAGE")
+        #expect(module.next() == "200 OK SPEAKING")
+        #expect(module.next() == "701 BEGIN")
+        #expect(module.next() == "702 END")
+
+        // The graph goes, and is served again at the same socket.
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        served = try ServeCommandTests.Served(graph: graph, socket: socket, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving again")
+        module.speak("Again.")
+        #expect(module.next() == "202 OK RECEIVING MESSAGE")
+        #expect(module.next() == "200 OK SPEAKING")
+        #expect(module.next() == "701 BEGIN")
+        #expect(module.next() == "702 END")
+
+        // More than a request line may carry: refused with speechd's code, nothing reported.
+        module.speak(String(repeating: "A long document line. ", count: 60_000))
+        #expect(module.next() == "202 OK RECEIVING MESSAGE")
+        #expect(module.next() == "301 ERROR CANT SPEAK")
+        // Nothing served: refused the same way, not BEGIN and END.
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        module.speak("Nobody hears this.")
+        #expect(module.next() == "202 OK RECEIVING MESSAGE")
+        #expect(module.next() == "301 ERROR CANT SPEAK")
+        module.send("QUIT")
+        #expect(module.next() == "210 OK QUIT")
     }
 }
