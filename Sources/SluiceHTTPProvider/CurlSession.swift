@@ -17,6 +17,8 @@ final class CurlSession: @unchecked Sendable {
     struct Limits: Sendable {
         var connectTimeout: Double
         var stallTimeout: Double
+        /// The longest a request may take, time paused for room not counted.
+        var requestTimeout: Double = .infinity
     }
 
     /// How a request ended.
@@ -74,8 +76,20 @@ final class CurlSession: @unchecked Sendable {
         curl_multi_add_handle(multi, easy)
         defer { curl_multi_remove_handle(multi, easy) }
         state.lastProgress = monotonicSeconds()
+        // Time the transfer ran unpaused: the overall deadline counts only that.
+        var active = 0.0
+        var lastLook = state.lastProgress
         while true {
             if cancelled() { return .cancelled }
+            let now = monotonicSeconds()
+            if !state.paused { active += now - lastLook }
+            lastLook = now
+            if active > limits.requestTimeout {
+                return .failed(PluginError(
+                    code: "utterance-timeout",
+                    message: "\(request.displayURL): the utterance took more than \(format(limits.requestTimeout)) s "
+                        + "(utterance-timeout; waits for room not counted) without ending; the transfer was abandoned"))
+            }
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             var remaining: Int32 = 0

@@ -16,6 +16,11 @@ public struct HTTPOptions: Sendable, Hashable {
     /// endpoint, a hostile one) ends with the error `utterance-too-long` instead of playing
     /// or writing forever.
     public var maximumUtteranceSeconds: Double
+    /// The longest one utterance may take, from its request (or, streaming, from its text's
+    /// end) to its last audio, not counting waits for room in the buffer: a server that keeps
+    /// the connection busy without finishing (empty messages every second, a byte every few
+    /// seconds) ends with the error `utterance-timeout` instead of holding the run for ever.
+    public var utteranceTimeout: Double
 
     /// The shared parameters, to append to a provider's own.
     public static let parameters: [Parameter] = [
@@ -31,6 +36,8 @@ public struct HTTPOptions: Sendable, Hashable {
                   summary: "Delay before the first retry; each further retry doubles it."),
         Parameter("max-utterance", .number(0.1...86_400), default: .number(600), unit: "s",
                   summary: "Most audio one utterance may bring; beyond it the transfer ends with the error 'utterance-too-long'."),
+        Parameter("utterance-timeout", .number(0.1...86_400), default: .number(120), unit: "s",
+                  summary: "Longest time one utterance may take to arrive, waits for room not counted; then the error 'utterance-timeout'."),
     ]
 
     public init(_ parameters: Parameters) {
@@ -40,6 +47,7 @@ public struct HTTPOptions: Sendable, Hashable {
         retries = parameters.integer("retries") ?? 3
         retryDelay = parameters.double("retry-delay") ?? 0.5
         maximumUtteranceSeconds = parameters.double("max-utterance") ?? 600
+        utteranceTimeout = parameters.double("utterance-timeout") ?? 120
     }
 
     /// `maximumUtteranceSeconds` in whole frames of `format`, as bytes.

@@ -117,7 +117,8 @@ final class TransferWorker: @unchecked Sendable {
         self.options = options
         capacity = options.bufferBytes(for: service.format)
         audio = Mutex(BufferedAudio(capacity: capacity))
-        session = try CurlSession(limits: .init(connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout))
+        session = try CurlSession(limits: .init(
+            connectTimeout: options.connectTimeout, stallTimeout: options.stallTimeout, requestTimeout: options.utteranceTimeout))
     }
 
     func cancel() {

@@ -70,6 +70,12 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
         var idleFailure: PluginError?
         /// When the server was last heard from, or began to owe audio.
         var lastHeard = 0.0
+        /// Seconds the utterance being written has owed audio, waits for room not counted,
+        /// and which utterance that is (`UtteranceLedger.writing`): the overall deadline,
+        /// which messages without audio do not reset as they reset `lastHeard`.
+        var owingFor = 0.0
+        var owingUtterance = -1
+        var lastLook = 0.0
         /// A server message is being written into the buffer.
         var writingMessage = false
         /// Bytes the utterance audio goes to still needs to end on a whole frame.
@@ -485,8 +491,15 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
             try? await Task.sleep(nanoseconds: UInt64(tick * 1e9))
             let over = state.withLock { s -> Bool in
                 if s.cancelled || s.failed || s.finished { return true }
-                guard let connection = s.connection else { return false }
                 let time = now()
+                let elapsed = s.lastLook == 0 ? 0 : time - s.lastLook
+                s.lastLook = time
+                if s.ledger.writing != s.owingUtterance {
+                    s.owingUtterance = s.ledger.writing
+                    s.owingFor = 0
+                }
+                if (s.ledger.owesAudio || s.closingSent) && s.roomWaiter == nil && s.connection != nil { s.owingFor += elapsed }
+                guard let connection = s.connection else { return false }
                 if !connection.isOpen {
                     if time - s.connectStarted > options.connectTimeout {
                         let error = PluginError(
@@ -502,6 +515,11 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
                         code: "stalled",
                         message: "\(service.name) sent nothing for \(options.stallTimeout) s while audio was due, "
                             + "after \(s.receivedBytes) bytes of audio"))
+                } else if s.owingFor > options.utteranceTimeout {
+                    fail(&s, PluginError(
+                        code: "utterance-timeout",
+                        message: "\(service.name) did not finish an utterance within \(options.utteranceTimeout) s "
+                            + "(utterance-timeout; waits for room not counted), after \(s.receivedBytes) bytes of audio"))
                 }
                 return s.failed
             }

@@ -111,6 +111,20 @@ import Testing
         expectFadedTail(samples, received: Providers.floats(Self.speech("first") + second.prefix(wholeFrameBytes)))
     }
 
+    @Test("a server that trickles a frame at a time, inside the stall timeout, is cut off at utterance-timeout; what came plays out")
+    func trickleForever() throws {
+        // One 16 kHz frame every 0.1 s (stall-timeout is 0.3 s): 10 s of audio would take
+        // more than two hours.
+        let endless = Providers.pcm(frames: 160_000, seed: 11)
+        let (samples, report, server) = try failing(
+            .init(body: endless, chunkSizes: 2...2, delay: 0.1), extra: ", utterance-timeout: 1")
+        #expect(report.failureCodes["voice"] == "utterance-timeout", "\(report.failures)")
+        #expect(report.failures.first?.contains("took more than 1 s (utterance-timeout") == true, "\(report.failures)")
+        let first = Providers.floats(Self.speech("first"))
+        #expect(samples.count >= first.count && samples.count < first.count + 40, "\(samples.count) samples")
+        #expect((server.replies.last?.bytesSent ?? .max) < 100, "the transfer was not cut short")
+    }
+
     @Test("a server that sends audio on and on is stopped at max-utterance: 'utterance-too-long', what fits plays out faded")
     func audioForever() throws {
         // 1 s of 16 kHz audio allowed per utterance; for the second the server offers 10 s,

@@ -56,6 +56,9 @@ import WebSocketTestSupport
             name: "stall", failure: .stall(afterAudioBytes: 4_800), code: "stalled", says: "sent nothing for 0.5 s", audioFirst: true,
             extra: "stall-timeout: 0.5"),
         Case(
+            name: "busy without finishing", failure: .emptyMessages(afterAudioBytes: 4_800, interval: 0.1), code: "utterance-timeout",
+            says: "did not finish an utterance within 1.0 s", audioFirst: true, extra: "stall-timeout: 0.5, utterance-timeout: 1"),
+        Case(
             name: "handshake never answered", failure: .silentHandshake, code: "connect-timeout", says: "within 0.5 s",
             extra: "connect-timeout: 0.5"),
         Case(name: "nothing listening", failure: nil, code: "connect-failed", says: "could not connect", baseURL: "http://127.0.0.1:1"),

@@ -52,6 +52,10 @@ public final class StreamInputTestServer: Sendable {
         case drop(afterAudioBytes: Int)
         /// Nothing more is sent once this many bytes of audio went out (reads go on).
         case stall(afterAudioBytes: Int)
+        /// Once this many bytes of audio went out, a message with no audio
+        /// (`{"audio":null,"isFinal":null}`) every `interval` seconds, for as long as the
+        /// connection lasts: busy, never finishing.
+        case emptyMessages(afterAudioBytes: Int, interval: Double)
         /// TCP is accepted, the handshake never answered.
         case silentHandshake
         /// The first connection is closed (1000, as an idle socket) right after its opening
@@ -452,6 +456,15 @@ private final class Session: ChannelInboundHandler, @unchecked Sendable {
                 return
             case .stall(let after) where sent >= after:
                 silent = true
+                return
+            case .emptyMessages(let after, let interval) where sent >= after:
+                silent = true
+                let channel = context.channel
+                let frame = WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: #"{"audio":null,"isFinal":null}"#))
+                channel.eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: .milliseconds(Int64(interval * 1000))) { task in
+                    guard channel.isActive else { return task.cancel() }
+                    channel.writeAndFlush(frame, promise: nil)
+                }
                 return
             default: break
             }
