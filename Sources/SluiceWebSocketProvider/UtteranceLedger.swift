@@ -159,11 +159,17 @@ struct UtteranceLedger {
     /// first character is among them gets a mark where that character's audio begins:
     /// `start of the message + round(ms × rate / 1000)` frames, kept within the message's
     /// audio and never before the previous mark.
-    mutating func receive(alignment: [AlignedCharacter]?, audioBytes: Int, skipped: Int = 0) {
+    ///
+    /// - Returns: why the alignment does not fit, or nil: it names more characters than the
+    ///   text sent, or a start time that is not a number or lies far outside the message's
+    ///   audio (more than `alignmentSlack` before it or after its end; a little outside is
+    ///   pinned to it, as servers round). Nothing of such a message is recorded.
+    mutating func receive(alignment: [AlignedCharacter]?, audioBytes: Int, skipped: Int = 0) -> String? {
         let current = index(writing)
         let messageStart = (current.map { utterances[$0].audioBytes } ?? 0) - skipped
         let lower = max(0, ceilToFrame(messageStart))
         let upper = max(lower, (messageStart + skipped + audioBytes) / frameBytes * frameBytes)
+        if let problem = misfit(alignment ?? [], audioBytes: skipped + audioBytes) { return problem }
         for character in alignment ?? [] {
             for scalar in character.text.unicodeScalars where !scalar.properties.isWhitespace {
                 let number = alignedCharacters
@@ -188,6 +194,29 @@ struct UtteranceLedger {
             }
         }
         addAudio(audioBytes)
+        return nil
+    }
+
+    /// How far outside a message's audio a character's start may lie and still be pinned to it.
+    static let alignmentSlackMilliseconds = 1_000.0
+
+    /// Why `alignment` cannot belong to a message of `audioBytes` bytes after what was
+    /// aligned so far, or nil.
+    private func misfit(_ alignment: [AlignedCharacter], audioBytes: Int) -> String? {
+        let duration = Double(audioBytes / frameBytes) * 1000 / Double(sampleRate)
+        let slack = Self.alignmentSlackMilliseconds
+        var characters = alignedCharacters
+        for character in alignment {
+            let start = character.startMilliseconds
+            guard start.isFinite, start >= -slack, start <= duration + slack else {
+                return "a character starts at \(start) ms of a message of \(duration) ms of audio"
+            }
+            characters += character.text.unicodeScalars.filter { !$0.properties.isWhitespace }.count
+        }
+        guard characters <= pushedCharacters else {
+            return "it has aligned \(characters) characters, more than the \(pushedCharacters) sent"
+        }
+        return nil
     }
 
     private func ceilToFrame(_ bytes: Int) -> Int {

@@ -270,7 +270,11 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
         let fits: Int? = state.withLock { s in
             guard !s.failed, !s.cancelled else { return nil }
             let room = max(0, maximumUtteranceBytes - s.ledger.writingAudioBytes)
-            s.ledger.receive(alignment: event.alignment, audioBytes: min(rest.count, room), skipped: owed)
+            if let problem = s.ledger.receive(alignment: event.alignment, audioBytes: min(rest.count, room), skipped: owed) {
+                fail(&s, PluginError(
+                    code: "bad-alignment", message: "\(service.name) sent an alignment that does not fit its audio or text: \(problem)"))
+                return nil
+            }
             return min(rest.count, room)
         }
         guard let fits else { return false }

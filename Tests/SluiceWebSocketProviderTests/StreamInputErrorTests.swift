@@ -88,4 +88,19 @@ import WebSocketTestSupport
             #expect(abs(samples.last ?? 1) < 0.001)
         }
     }
+
+    @Test("an alignment far outside its audio (±1e300) is the typed error 'bad-alignment'; the audio before it plays out faded", arguments: [1e300, -1e300])
+    func hostileAlignment(_ start: Double) throws {
+        let server = try StreamInput.server { $0.failure = .alignmentStarts(start, afterAudioBytes: 4_800) }
+        let voice = StreamInput.voice(server, keyEnv: "SLUICE_TEST_WS_ERROR", "")
+        let graph = try withEnvironment(["SLUICE_TEST_WS_ERROR": StreamInput.key]) { try StreamInput.graph(voice, fade: 256) }
+        let (samples, report) = try GraphRendering.render(graph, text: ["First sentence here.", "Second one."])
+        #expect(report.failureCodes["voice"] == "bad-alignment", "\(report.failures)")
+        #expect(report.failures.joined().contains("a character starts at \(start) ms"), "\(report.failures)")
+        // What came before the bad message: the first messages, exactly, then a fade to silence.
+        let sent = StreamInput.floats(server.sentAudio)
+        #expect(samples.count >= 2_400 && samples.count < sent.count, "\(samples.count) of \(sent.count)")
+        expectSame(Array(samples.dropFirst(256).dropLast(256)), Array(sent.prefix(samples.count).dropFirst(256).dropLast(256)))
+        #expect(abs(samples.last ?? 1) < 0.001)
+    }
 }

@@ -56,6 +56,9 @@ public final class StreamInputTestServer: Sendable {
         /// (`{"audio":null,"isFinal":null}`) every `interval` seconds, for as long as the
         /// connection lasts: busy, never finishing.
         case emptyMessages(afterAudioBytes: Int, interval: Double)
+        /// Once this many bytes of audio went out, every character of every message is said
+        /// to start at this many milliseconds.
+        case alignmentStarts(Double, afterAudioBytes: Int)
         /// TCP is accepted, the handshake never answered.
         case silentHandshake
         /// The first connection is closed (1000, as an idle socket) right after its opening
@@ -485,7 +488,10 @@ private final class Session: ChannelInboundHandler, @unchecked Sendable {
                 next += 1
             }
             let audio = Array(pcm[offset..<end])
-            let alignment: [String: Any] = ["chars": chars, "charStartTimesMs": times, "charDurationsMs": durations]
+            var alignment: [String: Any] = ["chars": chars, "charStartTimesMs": times, "charDurationsMs": durations]
+            if case .alignmentStarts(let start, let after) = script.failure, sent >= after {
+                alignment["charStartTimesMs"] = times.map { _ in start }
+            }
             let message: [String: Any] = [
                 "audio": Data(audio).base64EncodedString(), "isFinal": NSNull(),
                 "alignment": alignment, "normalizedAlignment": alignment,
