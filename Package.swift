@@ -354,6 +354,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),
+        .testTarget(name: "sd_sluiceTests", dependencies: ["sd_sluice"]),
         .testTarget(
             name: "SluicePluginsTests",
             dependencies: [

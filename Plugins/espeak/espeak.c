@@ -657,6 +657,20 @@ static bool voice_exists(espeak_provider_t *self, sluice_error_t *error) {
     return exists;
 }
 
+/* Whether `voice` is a voice name and not a path: espeak-ng reads a voice file by that name
+ * under its data folder, so "../../../../etc/passwd" would have it read any file. Letters,
+ * digits, '-', '_', '+' (a variant), and '/' between names (gmw/en-US); no "..", no leading
+ * '/', nothing empty between slashes. */
+static bool voice_name_is_plain(const char *voice) {
+    if (voice[0] == '\0' || voice[0] == '/' || strstr(voice, "..") != NULL || strstr(voice, "//") != NULL) return false;
+    for (const char *c = voice; *c != '\0'; c++) {
+        const bool allowed = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+                             *c == '_' || *c == '+' || *c == '/';
+        if (!allowed) return false;
+    }
+    return voice[strlen(voice) - 1] != '/';
+}
+
 static bool factory_create_provider(const sluice_node_factory_t *factory, const char *type_name,
                                     const sluice_param_value_t *params, uint32_t param_count,
                                     sluice_provider_t *provider, sluice_error_t *error) {
@@ -696,6 +710,13 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
     if (strlen(voice) >= sizeof self->settings.voice) {
         free(self);
         fail(error, "unknown-voice", "the voice name is too long; `espeak-ng --voices` lists the voices");
+        return false;
+    }
+    if (!voice_name_is_plain(voice)) {
+        free(self);
+        fail(error, "unknown-voice",
+             "a voice is a name such as en, en-us or gmw/en-US, with an optional +variant (letters, digits, '-', '_', '+', "
+             "and '/' between names); `espeak-ng --voices` lists them");
         return false;
     }
     snprintf(self->settings.voice, sizeof self->settings.voice, "%s", voice);

@@ -97,12 +97,54 @@ public enum ControlJSON {
                 return (.failure(ControlError(code: "bad-json", message: "a request is one JSON object a line, like {\"command\":\"status\"}")), nil)
             }
             object = parsed
+            if let key = firstDuplicateKey(line) {
+                // Parsers keep the first or the last: `{"command":"status","command":"quit"}`
+                // means what the client's parser thinks it means, not what ours does.
+                return (.failure(ControlError(
+                    code: "bad-json", message: "the key \"\(key)\" appears twice in one object; a request names each key once")), nil)
+            }
         } catch {
             return (.failure(ControlError(
                 code: "bad-json", message: "not JSON: a request is one JSON object a line, like {\"command\":\"status\"}")), nil)
         }
         let id = object["id"].flatMap { $0 is String || $0 is NSNumber ? $0 : nil }
         return (request(from: object), id)
+    }
+
+    /// The first key that appears twice in one object of `json` (already known to be valid
+    /// JSON), compared as decoded strings (`"a"` and `"\u0061"` are the same key); nil if none.
+    static func firstDuplicateKey(_ json: some Collection<UInt8>) -> String? {
+        let bytes = Array(json)
+        // One entry per open container: the keys seen, or nil for an array.
+        var containers: [Set<String>?] = []
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "{"): containers.append([])
+            case UInt8(ascii: "["): containers.append(nil)
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): _ = containers.popLast()
+            case UInt8(ascii: "\""):
+                let start = index
+                index += 1
+                while index < bytes.count && bytes[index] != UInt8(ascii: "\"") {
+                    index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                var next = index + 1
+                while next < bytes.count && [0x20, 0x09, 0x0a, 0x0d].contains(bytes[next]) { next += 1 }
+                // A string followed by ':' inside an object is a key.
+                if next < bytes.count, bytes[next] == UInt8(ascii: ":"), var keys = containers.last ?? nil {
+                    let token = Data(bytes[start...min(index, bytes.count - 1)])
+                    let key = (try? JSONSerialization.jsonObject(with: token, options: .fragmentsAllowed)) as? String
+                        ?? String(decoding: token, as: UTF8.self)
+                    guard keys.insert(key).inserted else { return key }
+                    containers[containers.count - 1] = keys
+                }
+            default: break
+            }
+            index += 1
+        }
+        return nil
     }
 
     static let commands = [

@@ -2,19 +2,30 @@
 /// `<mark/>` elements and escaped characters); the served graph speaks plain text.
 enum SpeechdText {
     /// `ssml` without its tags, its character entities decoded, white space kept.
+    ///
+    /// Malformed markup is read the way that speaks least of it: a `<` inside a tag opens
+    /// another level that its own `>` closes (so `<<<<a>>>>` is all markup, not `>>>`), and a
+    /// character reference to a character XML forbids in text (`&#0;`, other controls,
+    /// surrogates, U+FFFE and U+FFFF) is dropped.
     static func plain(_ ssml: String) -> String {
         var text = ""
-        var inTag = false
+        var depth = 0
         for character in ssml {
-            if inTag {
-                if character == ">" { inTag = false }
-            } else if character == "<" {
-                inTag = true
-            } else {
-                text.append(character)
+            switch character {
+            case "<": depth += 1
+            case ">" where depth > 0: depth -= 1
+            default: if depth == 0 { text.append(character) }
             }
         }
         return decodeEntities(text)
+    }
+
+    /// XML 1.0's Char production: what a character reference may stand for.
+    static func isAllowedInXML(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: true
+        default: false
+        }
     }
 
     private static func decodeEntities(_ text: String) -> String {
@@ -38,10 +49,10 @@ enum SpeechdText {
             case "quot": decoded += "\""
             case "apos": decoded += "'"
             default:
-                if name.hasPrefix("#x"), let code = UInt32(name.dropFirst(2), radix: 16), let scalar = Unicode.Scalar(code) {
-                    decoded.unicodeScalars.append(scalar)
-                } else if name.hasPrefix("#"), let code = UInt32(name.dropFirst()), let scalar = Unicode.Scalar(code) {
-                    decoded.unicodeScalars.append(scalar)
+                if name.hasPrefix("#x"), let code = UInt32(name.dropFirst(2), radix: 16) {
+                    if let scalar = Unicode.Scalar(code), isAllowedInXML(scalar) { decoded.unicodeScalars.append(scalar) }
+                } else if name.hasPrefix("#"), let code = UInt32(name.dropFirst()) {
+                    if let scalar = Unicode.Scalar(code), isAllowedInXML(scalar) { decoded.unicodeScalars.append(scalar) }
                 } else {
                     decoded += rest[ampersand...semicolon]
                 }

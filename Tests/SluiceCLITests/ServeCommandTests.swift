@@ -576,6 +576,14 @@ import Testing
             (["--json", #"{"command":"set","node":"level","parameter":"gain","value":true}"#], "missing-field"),
             (["--json", #"{"command":"set","node":"level","parameter":"gain","value":"loud"}"#], "missing-field"),
             (["speak", "hello"], "no-speaker"),
+            // A key twice: parsers keep the first or the last; refused rather than guessed.
+            (["--json", #"{"command":"status","command":"quit"}"#], "bad-json"),
+            (["--json", #"{"command":"status","comm\u0061nd":"quit"}"#], "bad-json"),
+            (["--json", #"{"command":"set","node":"level","parameter":"gain","value":0.5,"at":1e300}"#], "bad-value"),
+            (["--json", #"{"command":"set","node":"level","parameter":"gain","value":0.5,"at":-0.5}"#], "bad-value"),
+            (["--json", #"{"command":"set","node":"level","parameter":"gain","value":0.5,"at":9223372036854775807}"#], "bad-value"),
+            (["--json", #"{"command":"set","node":"level","parameter":"gain","value":1e300}"#], "out-of-range"),
+            (["--json", #"{"command":"set","node":"level","parameter":"gain","value":-1e300}"#], "out-of-range"),
         ]
         for (words, code) in cases {
             let outcome = try served.ctl(words)

@@ -191,6 +191,21 @@ import Testing
         #expect(rig.drainEvents() == [.started])
     }
 
+    @Test("after resume the playhead is not paused, even while its edge is empty and it holds silence")
+    func resumedWithNothingToPlayIsNotPaused() {
+        let rig = Rig(watermark: 256)
+        rig.write(512)
+        _ = rig.render(256)
+        rig.playhead.pause()
+        _ = rig.render(256)
+        #expect(rig.playhead.isPaused)
+        rig.playhead.resume()
+        #expect(!rig.playhead.isPaused, "status said paused after resume until audio arrived")
+        _ = rig.render(256)
+        _ = rig.render(256)
+        #expect(!rig.playhead.isPaused)
+    }
+
     @Test("discard fades out, drops audio and markers until the awaited utterance starts, then plays it fading in")
     func discardUntilTheNextUtterance() {
         let rig = Rig(watermark: 256)

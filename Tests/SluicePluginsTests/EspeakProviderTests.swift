@@ -287,6 +287,14 @@ import Testing
         _ = try RawEspeak(voice: "en+f3")
         _ = try RawEspeak(voice: "gmw/en-US")
         _ = try RawEspeak(voice: "en-gb")
+        // A path is no voice name: espeak-ng would read the file it names.
+        for path in ["../../../../etc/passwd", "/etc/passwd", "en/../../x", "gmw//en", "en\nde", "en us", "gmw/"] {
+            #expect(throws: RawEspeak.CreationFailed(code: "unknown-voice", message:
+                "a voice is a name such as en, en-us or gmw/en-US, with an optional +variant (letters, digits, '-', '_', '+', "
+                    + "and '/' between names); `espeak-ng --voices` lists them")) {
+                _ = try RawEspeak(voice: path)
+            }
+        }
     }
 
     // MARK: 4. Utterances

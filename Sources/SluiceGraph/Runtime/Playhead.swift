@@ -219,8 +219,10 @@ public final class Playhead: @unchecked Sendable {
     /// Frames dropped by `discard` (they advanced the stream position unheard).
     public var discardedFrames: Int { discardedFramesValue.load(ordering: .relaxed) }
 
-    /// True while a pause holds (after its fade-out, until `resume`).
-    public var isPaused: Bool { pausedValue.load(ordering: .acquiring) }
+    /// True while a pause holds (after its fade-out, until `resume`): false from the moment
+    /// `resume` is asked, though the device thread lets go of the hold only at its next period
+    /// with audio to play.
+    public var isPaused: Bool { pausedValue.load(ordering: .acquiring) && pauseRequested.load(ordering: .acquiring) }
 
     // MARK: Device side
 
