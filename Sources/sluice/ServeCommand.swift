@@ -165,7 +165,18 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
 
     func run() throws {
         let line = try requestLine()
-        let path = try socket ?? ControlSocketServer.defaultPath(graph: servedGraphName())
+        // Nothing served (or a name that cannot be a socket) is a failure to reach the graph,
+        // exit 1 as with --socket, not a usage error.
+        let path: String
+        do {
+            path = try socket ?? ControlSocketServer.defaultPath(graph: servedGraphName())
+        } catch let error as ControlError {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        } catch let error as NotServing {
+            printError("error: \(error.message)")
+            throw ExitCode(1)
+        }
         if words.first == "watch" {
             // The reply, then every event, until the graph ends (or Ctrl-C).
             var accepted = true
@@ -248,12 +259,17 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
         if let graphName { return graphName }
         let folder = ControlSocketServer.defaultFolder
         let sockets = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".sock") }
+        guard !sockets.isEmpty else {
+            throw NotServing(message: "no served graph found in \(folder): start one with `sluice serve GRAPH`, or give --socket")
+        }
         guard sockets.count == 1 else {
-            throw ValidationError(
-                sockets.isEmpty
-                    ? "no served graph found in \(folder): start one with `sluice serve GRAPH`, or give --socket"
-                    : "several graphs are served (\(sockets.sorted().joined(separator: ", "))): give --graph NAME or --socket")
+            throw ValidationError("several graphs are served (\(sockets.sorted().joined(separator: ", "))): give --graph NAME or --socket")
         }
         return String(sockets[0].dropLast(".sock".count))
     }
+}
+
+/// `sluice ctl` found no served graph to talk to: exit 1, as when its socket does not answer.
+struct NotServing: Error {
+    var message: String
 }

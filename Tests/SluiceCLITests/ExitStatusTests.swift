@@ -123,4 +123,19 @@ import Testing
         #expect(help.status == 0)
         #expect(help.standardOutput.contains("Exit status: 0 success; 1 failure"))
     }
+
+    @Test("ctl with nothing served exits 1 naming `sluice serve`, whether it looked for the socket or was given one")
+    func ctlWithNothingServed() throws {
+        let runtime = TemporaryFolder()
+        let looked = try CLI.sluice(["ctl", "status"], environment: ["XDG_RUNTIME_DIR": runtime.path])
+        #expect(looked.status == 1, "\(looked.standardError)")
+        #expect(looked.standardError.contains("error: no served graph found in \(runtime.path)/sluice: start one with `sluice serve GRAPH`"),
+                "\(looked.standardError)")
+        let given = try CLI.sluice(["ctl", "--socket", runtime.file("none.sock").path, "status"])
+        #expect(given.status == 1, "\(given.standardError)")
+        #expect(given.standardError.contains("start it with `sluice serve GRAPH`"), "\(given.standardError)")
+        let named = try CLI.sluice(["ctl", "--graph", "../../x", "status"], environment: ["XDG_RUNTIME_DIR": runtime.path])
+        #expect(named.status == 1, "\(named.standardError)")
+        #expect(named.standardError.contains("cannot name its control socket"), "\(named.standardError)")
+    }
 }
