@@ -140,6 +140,31 @@ import Testing
         #expect(made[299] == sin(Float(299) * 0.02) * 0.5)
     }
 
+    @Test("a change timed far ahead holds back none sent after it: an untimed one applies at once, one timed earlier at its frame")
+    func farTimedChangeHoldsBackNothing() throws {
+        let (cycle, _, slot) = try Self.twoFaders(1, 1)
+        cycle.warmUp(blockFrames: 256)
+        let queue = try #require(slot.parameters)
+        // An hour ahead at 48 kHz, then "now", then frame 600.
+        #expect(queue.send(parameter: FaderNode.gainParameter, value: 0, atFrame: 172_800_000) != nil)
+        #expect(queue.send(parameter: FaderNode.gainParameter, value: 0.5, atFrame: 0) != nil)
+        #expect(queue.send(parameter: FaderNode.gainParameter, value: 0.25, atFrame: 600) != nil)
+        var made: [Float] = []
+        for _ in 0..<4 {
+            var input = [Float](repeating: 1, count: 256)
+            var output = [Float](repeating: 9, count: 256)
+            input.withUnsafeMutableBufferPointer { source in
+                output.withUnsafeMutableBufferPointer { _ = cycle.runChain(from: source.baseAddress!, into: $0.baseAddress!, frames: 256) }
+            }
+            made += output
+        }
+        #expect(Array(made[0..<600]) == [Float](repeating: 0.5, count: 600))
+        #expect(Array(made[600...]) == [Float](repeating: 0.25, count: 424))
+        #expect(queue.acknowledgedFrame(of: 2) == 0)
+        #expect(queue.acknowledgedFrame(of: 3) == 600)
+        #expect(queue.acknowledgedFrame(of: 1) == nil, "the change an hour ahead still waits")
+    }
+
     @Test("a chain with no node between source and sink copies the source's buffer into the sink's")
     func chainWithoutNodes() throws {
         let (cycle, _) = Self.chain(DirectSection(linkChannels: [1], steps: []), sinkLink: 0)

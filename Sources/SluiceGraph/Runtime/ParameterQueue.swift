@@ -12,6 +12,16 @@ import Synchronization
 /// Threading: `send`/`takeAcknowledgements` [control-thread]; `hasPending`, `applyPending`
 /// [audio-thread].
 final class ParameterQueue: @unchecked Sendable {
+    // Declared first: `hasPending`, the one read of every period, finds it on the object's
+    // first line (`periodLines`).
+    /// [audio-thread] How many changes wait in `held`.
+    private var heldCount = 0
+    /// [audio-thread] Changes taken from the ring that are timed for a later frame, sorted by
+    /// frame, then sequence: each waits for its own frame while later changes that are due go
+    /// ahead of it (a change timed an hour ahead must not hold back every change after it).
+    /// Allocated at init, `capacity` of them.
+    private let held: UnsafeMutablePointer<ParameterChange>
+
     // SAFETY (@unchecked Sendable): each ring half is used by one side only: `changesIn` and
     // `acknowledgementsOut` under `control`, `changesOut` and `acknowledgementsIn` by the
     // thread that runs the node's slot (one at a time: the worker, the JACK cycle or the
@@ -49,6 +59,11 @@ final class ParameterQueue: @unchecked Sendable {
         changesOut = changes.consumer
         acknowledgementsIn = acknowledgements.producer
         self.wake = wake
+        held = .allocate(capacity: Self.capacity)
+    }
+
+    deinit {
+        held.deallocate()
     }
 
     /// [control-thread] Queues a change; returns its sequence number, or nil when the queue is
@@ -90,27 +105,47 @@ final class ParameterQueue: @unchecked Sendable {
 
     /// [audio-thread] Whether a change waits.
     func hasPending() -> Bool {
-        changesOut.availableElements() > 0
+        heldCount > 0 || changesOut.availableElements() > 0
+    }
+
+    /// [audio-thread] Moves what the ring holds into `held`, in frame order, while there is
+    /// room (what does not fit stays in the ring, behind, until there is).
+    private func takeArrivals() {
+        while heldCount < Self.capacity, let change = changesOut.pop() {
+            var index = heldCount
+            while index > 0 && held[index - 1].frame > change.frame {
+                held[index] = held[index - 1]
+                index -= 1
+            }
+            held[index] = change
+            heldCount += 1
+        }
     }
 
     /// [audio-thread] The output frame the next waiting change is timed for, when that is
-    /// after `frame` (the node must stop there); nil when none waits or it is due.
+    /// after `frame` (the node must stop there); nil when none waits or one is due.
     func nextTimedFrame(after frame: Int) -> Int? {
-        guard let change = changesOut.peek(), change.frame > frame else { return nil }
-        return change.frame
+        takeArrivals()
+        guard heldCount > 0, held[0].frame > frame else { return nil }
+        return held[0].frame
     }
 
-    /// [audio-thread] Applies the waiting changes that are due at output frame `frame`, in
-    /// order (one timed later holds back those queued after it), acknowledging each at
-    /// `frame`. Returns whether any was applied.
+    /// [audio-thread] Applies the waiting changes that are due at output frame `frame`, each
+    /// in the order of its frame (changes for the same frame in the order sent), acknowledging
+    /// each at `frame`; changes timed later keep waiting, and hold back none sent after them.
+    /// Returns whether any was applied.
     func applyPending(to node: any LiveParameterNode, atOutputFrame frame: Int) -> Bool {
-        var applied = false
-        while let next = changesOut.peek(), next.frame <= frame, let change = changesOut.pop() {
-            node.apply(change)
+        takeArrivals()
+        var due = 0
+        while due < heldCount && held[due].frame <= frame {
+            node.apply(held[due])
             // A full acknowledgement ring means nobody reads them; the change still holds.
-            _ = acknowledgementsIn.push(Acknowledgement(sequence: change.sequence, frame: frame))
-            applied = true
+            _ = acknowledgementsIn.push(Acknowledgement(sequence: held[due].sequence, frame: frame))
+            due += 1
         }
-        return applied
+        guard due > 0 else { return false }
+        (held + 0).update(from: held + due, count: heldCount - due)
+        heldCount -= due
+        return true
     }
 }
