@@ -99,7 +99,9 @@ let package = Package(
         .library(name: "SluiceJACK", targets: ["SluiceJACK"]),
         .library(name: "SluiceSpeech", targets: ["SluiceSpeech"]),
         .library(name: "SluiceHost", targets: ["SluiceHost"]),
+        .library(name: "SluiceControlProtocol", targets: ["SluiceControlProtocol"]),
         .library(name: "SluiceControl", targets: ["SluiceControl"]),
+        .library(name: "SluiceSpeechd", targets: ["SluiceSpeechd"]),
         // What a node author's tests link: a node driven by the engine's own rule.
         .library(name: "SluiceTestKit", targets: ["SluiceTestKit"]),
         .executable(name: "sluice", targets: ["sluice"]),
@@ -189,9 +191,14 @@ let package = Package(
         ),
 
         // A running graph's control: the JSON-lines socket, OSC through liblo, the commands.
-        .target(name: "SluiceControl", dependencies: ["SluiceAudio", "SluiceGraph", "SluiceSpeech", "CLiblo"]),
+        // The control protocol alone: requests, replies and errors, as JSON lines and as OSC
+        // messages, parsed with no graph and no I/O (what the fuzz targets take).
+        .target(name: "SluiceControlProtocol", dependencies: ["SluiceAudio", "SluiceGraph", "CLiblo"]),
+        .target(name: "SluiceControl", dependencies: ["SluiceControlProtocol", "SluiceAudio", "SluiceGraph", "SluiceSpeech", "CLiblo"]),
 
-        .executableTarget(name: "sd_sluice", dependencies: ["SluiceControl"]),
+        // speech-dispatcher's side: SSML to text, its settings to the graph's parameters.
+        .target(name: "SluiceSpeechd"),
+        .executableTarget(name: "sd_sluice", dependencies: ["SluiceControl", "SluiceSpeechd"]),
 
         // MARK: Plugins: the C ABI (headers only), the loader, the Swift kit
         .target(name: "SluicePluginABI"),
@@ -354,7 +361,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),
-        .testTarget(name: "sd_sluiceTests", dependencies: ["sd_sluice"]),
+        .testTarget(name: "SluiceSpeechdTests", dependencies: ["SluiceSpeechd"]),
+        .testTarget(name: "SluiceControlProtocolTests", dependencies: ["SluiceControlProtocol"]),
         .testTarget(
             name: "SluicePluginsTests",
             dependencies: [

@@ -21,6 +21,8 @@ let package = Package(
                 .product(name: "SluicePluginABI", package: sluice),
                 .product(name: "SluiceTestKit", package: sluice),
                 .product(name: "SluiceAudio", package: sluice),
+                .product(name: "SluiceControlProtocol", package: sluice),
+                .product(name: "SluiceSpeechd", package: sluice),
             ],
             path: "Sources/sluice-fuzz"
         )

@@ -42,8 +42,12 @@ public final class ControlSocketServer: @unchecked Sendable {
     ///
     /// - Parameter handle: turns a request line (without its newline) into a reply line; the
     ///   connection it came on can be kept to push events to (`watch`).
-    public init(path: String, handle: @escaping @Sendable (ArraySlice<UInt8>, ControlConnection) -> String) throws(ControlError) {
+    public init(
+        path: String, idleLimit: Double = ControlSocketServer.defaultIdleLimit,
+        handle: @escaping @Sendable (ArraySlice<UInt8>, ControlConnection) -> String
+    ) throws(ControlError) {
         self.path = path
+        self.idleLimit = idleLimit
         self.handle = handle
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -136,8 +140,10 @@ public final class ControlSocketServer: @unchecked Sendable {
     }
 
     /// How long a connection that does not `watch` may stay without sending a request before
-    /// it is closed, so idle clients cannot hold the `maximumClients` places.
-    public static let idleLimit: Double = 30
+    /// it is closed, so idle clients cannot hold the `maximumClients` places (30 s unless
+    /// `init` is given another).
+    public let idleLimit: Double
+    public static let defaultIdleLimit: Double = 30
 
     /// Reads lines from one client until it hangs up, answering each, and writes what is queued
     /// for it as its socket takes it. While the client has more than
@@ -165,7 +171,7 @@ public final class ControlSocketServer: @unchecked Sendable {
             if poller.revents & Int16(POLLOUT) != 0 { connection.flush() }
             if poller.revents & Int16(POLLERR | POLLNVAL) != 0 { return }
             guard poller.revents & Int16(POLLIN | POLLHUP) != 0 else {
-                if !connection.isWatching && ControlConnection.monotonicNow() - lastRequest > Self.idleLimit { return }
+                if !connection.isWatching && ControlConnection.monotonicNow() - lastRequest > idleLimit { return }
                 continue
             }
             let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }

@@ -1,3 +1,4 @@
+@_exported import SluiceControlProtocol
 import Foundation
 import SluiceGraph
 import SluiceSpeech

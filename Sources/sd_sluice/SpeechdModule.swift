@@ -1,5 +1,6 @@
 import Foundation
 import SluiceControl
+import SluiceSpeechd
 import Synchronization
 
 /// The module side of speech-dispatcher's output-module protocol: commands on standard input

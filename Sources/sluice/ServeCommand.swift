@@ -43,6 +43,11 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
         completion: .file())
     var oscSecretFile: String?
 
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: ArgumentHelp("Close a control connection that does not watch and sends nothing for this long (0.1…3600 s).", valueName: "seconds"))
+    var idleTimeout = ControlSocketServer.defaultIdleLimit
+
     @Option(name: .long, help: "The JACK server for jack.sink nodes that name none (default: $JACK_DEFAULT_SERVER, then \"default\").")
     var server: String?
 
@@ -56,6 +61,7 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
+        guard (0.1...3_600).contains(idleTimeout) else { throw ValidationError("--idle-timeout takes 0.1…3600 seconds, not \(idleTimeout)") }
         if let oscPort, !(0...65_535).contains(oscPort) {
             throw ValidationError("--osc-port takes 0…65535, not \(oscPort)")
         }
@@ -81,7 +87,7 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
         let report: RunReport
         do {
             let socketPath = try control ?? ControlSocketServer.defaultPath(graph: compiled.description.name)
-            let socket = try ControlSocketServer(path: socketPath) { line, connection in
+            let socket = try ControlSocketServer(path: socketPath, idleLimit: idleTimeout) { line, connection in
                 let (request, id) = ControlJSON.parse(line)
                 let command = try? request.get().name
                 return ControlJSON.reply(request.flatMap { served.handle($0, on: connection) }, command: command, id: id)

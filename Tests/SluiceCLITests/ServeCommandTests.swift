@@ -885,6 +885,40 @@ extension ServeCommandTests {
     }
 }
 
+extension ServeCommandTests {
+    @Test("64 idle connections hold their places only until the idle timeout; the line limit is exact to the byte")
+    func idleConnectionsAndTheLineLimit() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let served = try Served(
+            graph: try toneGraph(in: folder, connect: "none"), socket: folder.file("control.sock").path, server: server.name,
+            extra: ["--idle-timeout", "1"])
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+
+        // Every place taken by a client that says nothing: the next is turned away…
+        let idle = try (0..<64).map { _ in try UnixLineConnection(socket: served.socket) }
+        usleep(200_000)
+        let turnedAway = try UnixLineConnection(socket: served.socket)
+        #expect(turnedAway.readLine(timeout: 2)?.contains("too-many-clients") == true)
+        // …until the idle ones are closed, a second later.
+        usleep(1_500_000)
+        #expect(idle.allSatisfy { $0.readLine(timeout: 0.5) == nil }, "an idle connection was answered")
+        #expect(try served.ctl(["status"]).status == 0, "still locked out after the idle timeout")
+
+        // 65 536 bytes before the newline are a line (not JSON: bad-json); one more is too long,
+        // and so is one of about 80 KiB (which got through when the limit was checked per read).
+        let connection = try UnixLineConnection(socket: served.socket)
+        for (length, code) in [(65_536, "bad-json"), (65_537, "line-too-long"), (80_000, "line-too-long"), (200_000, "line-too-long")] {
+            let reply = try connection.exchange(String(repeating: "x", count: length))
+            #expect(reply.contains(#""code":"\#(code)""#), "\(length) bytes: \(reply.prefix(200))")
+        }
+        #expect(try connection.exchange(#"{"command":"status"}"#).contains(#""ok":true"#))
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        withExtendedLifetime(idle) {}
+    }
+}
+
 /// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
 final class UDPClient {
     let descriptor: Int32

@@ -10,6 +10,9 @@ let targets: [String: @Sendable (UnsafeBufferPointer<UInt8>) -> Void] = [
     "compile": FuzzTargets.compile,
     "descriptor": FuzzTargets.descriptor,
     "aligner": FuzzTargets.aligner,
+    "control-json": ControlTargets.controlJSON,
+    "osc": ControlTargets.osc,
+    "speechd": ControlTargets.speechd,
 ]
 
 let selected: @Sendable (UnsafeBufferPointer<UInt8>) -> Void = {

@@ -113,7 +113,7 @@ public enum ControlJSON {
 
     /// The first key that appears twice in one object of `json` (already known to be valid
     /// JSON), compared as decoded strings (`"a"` and `"\u0061"` are the same key); nil if none.
-    static func firstDuplicateKey(_ json: some Collection<UInt8>) -> String? {
+    public static func firstDuplicateKey(_ json: some Collection<UInt8>) -> String? {
         let bytes = Array(json)
         // One entry per open container: the keys seen, or nil for an array.
         var containers: [Set<String>?] = []

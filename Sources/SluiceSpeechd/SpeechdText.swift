@@ -1,27 +1,29 @@
 /// The text of a speech-dispatcher message: modules receive SSML (`<speak>…</speak>`, with
 /// `<mark/>` elements and escaped characters); the served graph speaks plain text.
-enum SpeechdText {
+public enum SpeechdText {
     /// `ssml` without its tags, its character entities decoded, white space kept.
     ///
     /// Malformed markup is read the way that speaks least of it: a `<` inside a tag opens
     /// another level that its own `>` closes (so `<<<<a>>>>` is all markup, not `>>>`), and a
     /// character reference to a character XML forbids in text (`&#0;`, other controls,
-    /// surrogates, U+FFFE and U+FFFF) is dropped.
-    static func plain(_ ssml: String) -> String {
-        var text = ""
+    /// surrogates, U+FFFE and U+FFFF) is dropped, and so is such a character written as it is
+    /// (a raw NUL or escape: the `speechd` fuzz target found one reaching the text spoken).
+    /// Read scalar by scalar, so a combining mark after `<` does not hide the bracket.
+    public static func plain(_ ssml: String) -> String {
+        var text = String.UnicodeScalarView()
         var depth = 0
-        for character in ssml {
-            switch character {
+        for scalar in ssml.unicodeScalars {
+            switch scalar {
             case "<": depth += 1
             case ">" where depth > 0: depth -= 1
-            default: if depth == 0 { text.append(character) }
+            default: if depth == 0 && isAllowedInXML(scalar) { text.append(scalar) }
             }
         }
-        return decodeEntities(text)
+        return decodeEntities(String(text))
     }
 
     /// XML 1.0's Char production: what a character reference may stand for.
-    static func isAllowedInXML(_ scalar: Unicode.Scalar) -> Bool {
+    public static func isAllowedInXML(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: true
         default: false

@@ -2,22 +2,30 @@
 /// `synthesis_voice`, `language`, and modes a speech engine handles) mapped to the served
 /// graph: the espeak provider's `rate` (words a minute), `pitch` (0–99) and `voice`, and the
 /// volume node's gain.
-struct SpeechdSettings: Equatable {
-    var rate = 0
-    var pitch = 0
-    var volume = 100
-    var voice = "en"
+public struct SpeechdSettings: Equatable, Sendable {
+    public var rate = 0
+    public var pitch = 0
+    public var volume = 100
+    public var voice = "en"
     /// A voice type (MALE1 … CHILD_FEMALE), as an espeak-ng variant.
-    var voiceType: String?
-    var synthesisVoice: String?
+    public var voiceType: String?
+    public var synthesisVoice: String?
 
-    /// Sets one value; false when the name or value is not one speech-dispatcher sends.
-    mutating func set(_ name: String, _ value: String) -> Bool {
-        func number() -> Int? { Int(value).map { min(100, max(-100, $0)) } }
+    public init() {}
+
+    /// Sets one value; false when the name or value is not one speech-dispatcher sends (a
+    /// number that is not a whole number, or lies outside −100…100 by more than rounding:
+    /// `rate=1e300`, `rate=nan` and `rate=99999999999999999999` are refused, not clamped).
+    public mutating func set(_ name: String, _ value: String) -> Bool {
+        func number() -> Int? { Int(value).flatMap { (-100...100).contains($0) ? $0 : nil } }
         switch name {
-        case "rate": rate = number() ?? rate
-        case "pitch": pitch = number() ?? pitch
-        case "volume": volume = number() ?? volume
+        case "rate", "pitch", "volume":
+            guard let number = number() else { return false }
+            switch name {
+            case "rate": rate = number
+            case "pitch": pitch = number
+            default: volume = number
+            }
         case "language": if value != "NULL" { voice = value.lowercased() }
         case "voice": voiceType = value == "NULL" ? nil : value.uppercased()
         case "synthesis_voice": synthesisVoice = value == "NULL" || value.isEmpty ? nil : value
@@ -30,7 +38,7 @@ struct SpeechdSettings: Equatable {
     }
 
     /// The espeak provider's parameters: −100 … 100 around espeak-ng's defaults.
-    var provider: [String: String] {
+    public var provider: [String: String] {
         // Rate: 175 words a minute at 0, 80 at −100, 450 at 100 (espeak-ng's own range).
         let words = rate < 0 ? 175 + (175 - 80) * rate / 100 : 175 + (450 - 175) * rate / 100
         var voiceName = synthesisVoice ?? voice
@@ -41,9 +49,9 @@ struct SpeechdSettings: Equatable {
     }
 
     /// The volume node's gain: 1 at speech-dispatcher's default 100, 0 at −100.
-    var gain: Double { Double(volume + 100) / 200 }
+    public var gain: Double { Double(volume + 100) / 200 }
 
-    static let variants: [String: String] = [
+    public static let variants: [String: String] = [
         "MALE1": "m1", "MALE2": "m2", "MALE3": "m3", "FEMALE1": "f1", "FEMALE2": "f2", "FEMALE3": "f3",
         "CHILD_MALE": "m4", "CHILD_FEMALE": "f4",
     ]

@@ -1,0 +1,43 @@
+import Testing
+
+import SluiceSpeechd
+
+@Suite struct SpeechdTextTests {
+    @Test("tags go, entities are decoded, white space stays")
+    func plainText() {
+        #expect(SpeechdText.plain("<speak>Hello <mark name=\"1\"/>world &amp; all &lt;3 &#x263A;&#33;</speak>") == "Hello world & all <3 ☺!")
+        #expect(SpeechdText.plain("line one\nline two") == "line one\nline two")
+    }
+
+    @Test("hostile markup speaks nothing of itself: nested brackets, forbidden characters by reference")
+    func hostileMarkup() {
+        #expect(SpeechdText.plain("<<<<a>>>>") == "")
+        #expect(SpeechdText.plain("a<<b>c>d") == "ad")
+        #expect(SpeechdText.plain("x&#0;y&#x0;z&#1;&#xD800;&#xFFFE;&#xFFFF;&#1114112;.") == "xyz.")
+        #expect(!SpeechdText.plain("&#0;").unicodeScalars.contains { $0.value == 0 })
+        // Written as they are, too (the fuzz target's find: "<<<<<<a>>\u{1}\0\0\u{7f}a>>>>\u{1c}\0…").
+        #expect(SpeechdText.plain("a\u{0}b\u{1}c\u{1c}d\u{7f}e\u{FFFE}") == "abcd\u{7f}e")
+        #expect(SpeechdText.plain("<<<<<<a>>\u{1}\0\0\u{7f}a>>>>\u{1c}\0\0\0\0\0xx") == "xx")
+        #expect(SpeechdText.plain("<\u{301}b>text") == "text")
+        // A lone '>' in text is text, as XML allows; an unknown entity stays as written.
+        #expect(SpeechdText.plain("3 > 2 &nbsp;") == "3 > 2 &nbsp;")
+    }
+}
+
+@Suite struct SpeechdSettingsTests {
+    @Test("rate, pitch and volume take whole numbers in −100…100; extremes are refused, the value kept")
+    func numbers() {
+        var settings = SpeechdSettings()
+        let accepted = [settings.set("rate", "100"), settings.set("pitch", "-100"), settings.set("volume", "0")]
+        #expect(accepted == [true, true, true])
+        #expect(settings.rate == 100 && settings.pitch == -100 && settings.volume == 0)
+        for value in ["1e300", "-1e300", "nan", "inf", "101", "-101", "9223372036854775807", "-9223372036854775808",
+                      "99999999999999999999", "0.5", "", " 5"] {
+            let taken = settings.set("rate", value)
+            #expect(!taken, "rate=\(value)")
+        }
+        #expect(settings.rate == 100)
+        #expect(settings.provider == ["rate": "450", "pitch": "0", "voice": "en"])
+        #expect(settings.gain == 0.5)
+    }
+}
