@@ -133,11 +133,18 @@ public final class ServedGraph: Sendable {
     public var isQuitting: Bool { quitting.load(ordering: .acquiring) }
 
     /// Carries out `request`; returns the reply's fields or why it was refused.
-    public func handle(_ request: ControlRequest) -> Result<[String: any Sendable], ControlError> {
+    ///
+    /// A `set` waits (up to a second) for the period that applies it, to reply with its
+    /// `frame`, only when it is untimed and `waitForPeriod` is true: a timed change waits for
+    /// its own frame, which may be hours away, and the OSC port, one thread for every sender,
+    /// never waits (a sender of timed or blocked changes would hold up all the others).
+    public func handle(_ request: ControlRequest, waitForPeriod: Bool = true) -> Result<[String: any Sendable], ControlError> {
         switch request {
         case .set(let node, let parameter, let value, let at):
             do {
-                let applied = try run.parameters.set(node: node, parameter: parameter, value: .number(value), atFrame: at)
+                let applied = try run.parameters.set(
+                    node: node, parameter: parameter, value: .number(value), atFrame: at,
+                    timeout: waitForPeriod && at == nil ? 1 : 0)
                 var fields: [String: any Sendable] = ["node": node, "parameter": parameter, "value": value]
                 if let at { fields["at"] = at }
                 // The output frame of the node from which the new value holds; absent when the

@@ -96,7 +96,7 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
             var osc: OSCServer?
             if let oscPort {
                 let secret = try oscSecretFile.map { file throws(ControlError) in try SecretFile.read(file) }
-                osc = try OSCServer(host: oscHost, port: oscPort, secret: secret, handle: served.handle)
+                osc = try OSCServer(host: oscHost, port: oscPort, secret: secret) { served.handle($0, waitForPeriod: false) }
             }
             defer { osc?.stop() }
 

@@ -919,6 +919,112 @@ extension ServeCommandTests {
     }
 }
 
+extension ServeCommandTests {
+    /// The control plane under a hostile load while a tone plays into a recorder: 10 000
+    /// random and malformed messages (OSC datagrams and JSON lines, from two clients at once),
+    /// a third client that watches and never reads, and a fourth asking for status every 50 ms.
+    @Test("10 000 hostile messages and a client that never reads: others answered throughout, memory flat, no gap in the recording")
+    func controlPlaneUnderHostileLoad() throws {
+        try withoutXruns { attempt in try hostileLoad(attempt: attempt) }
+    }
+
+    private func hostileLoad(attempt: Int) throws -> (problems: [String], xruns: Int) {
+        let (recorder, served, ready) = try servedTone("hostile", attempt: attempt, extra: ["--osc-port", "0"])
+        defer { recorder.stop() }
+        let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
+        func residentKiB() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(served.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        let before = residentKiB()
+
+        let stuck = try UnixLineConnection(socket: served.socket)
+        _ = stuck.sendWithoutWaiting(#"{"command":"watch","levels":true}"#)
+        var flooded = 0
+        while flooded < 5_000, stuck.sendWithoutWaiting(#"{"command":"parameters"}"#) { flooded += 1 }
+
+        final class Tally: @unchecked Sendable {
+            var answered = 0
+        }
+        let datagrams = Tally(), lines = Tally()
+        let udp = Thread {
+            var generator = SeededGenerator(seed: UInt64(40 + attempt))
+            guard let socket = try? UDPClient(port: oscPort) else { return }
+            for index in 0..<5_000 {
+                var bytes = (0..<Int.random(in: 1...96, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                switch index % 4 {
+                case 0: bytes = OSCMessage.encode("/sluice/node/level/gain", [.float(.random(in: -2...2, using: &generator)), .int64(.random(in: .min ... .max, using: &generator))])
+                case 1: bytes = OSCMessage.encode("/sluice/speak", [.string(String(repeating: "é", count: index % 50))])
+                // Cut short, but not to nothing: an empty datagram has nothing to answer.
+                case 2: bytes = Array(bytes.prefix(Int.random(in: 1...bytes.count, using: &generator)))
+                default: break
+                }
+                if socket.exchange(bytes) != nil { datagrams.answered += 1 }
+            }
+        }
+        let socketPath = served.socket
+        let unix = Thread {
+            var generator = SeededGenerator(seed: UInt64(90 + attempt))
+            var text = ""
+            for index in 0..<5_000 {
+                switch index % 4 {
+                case 0: text += #"{"command":"set","node":"level","parameter":"gain","value":1e300,"at":-1e300}"# + "\n"
+                case 1: text += #"{"command":"status","command":"quit"}"# + "\n"
+                default:
+                    let length = Int.random(in: 1...120, using: &generator)
+                    text += String((0..<length).map { _ in Character(UnicodeScalar(UInt8.random(in: 0x20...0x7e, using: &generator))) }) + "\n"
+                }
+            }
+            lines.answered = (try? UnixLineClient.exchange(text, socket: socketPath, expecting: 5_000).count) ?? 0
+        }
+        udp.start()
+        unix.start()
+        // Status every 50 ms while the load lasts: the slowest answer is kept.
+        var slowest = 0.0
+        var probes = 0
+        let started = Date()
+        while (!udp.isFinished || !unix.isFinished) && Date().timeIntervalSince(started) < 60 {
+            let asked = Date()
+            let status = try CLI.sluice(["ctl", "--socket", served.socket, "status"])
+            slowest = max(slowest, Date().timeIntervalSince(asked))
+            if status.status != 0 {
+                let running = served.process.isRunning
+                let tail = running ? "" : String(decoding: served.errors.fileHandleForReading.readDataToEndOfFile().suffix(3_000), as: UTF8.self)
+                return (["status failed under load after \(probes) probes: \(status.standardError); serve running: \(running) \(running ? 0 : served.process.terminationStatus) \(tail)"], recorder.xruns)
+            }
+            probes += 1
+            usleep(50_000)
+        }
+        var problems: [String] = []
+        if !udp.isFinished || !unix.isFinished { problems.append("the load did not end within 60 s") }
+        if datagrams.answered != 5_000 { problems.append("\(5_000 - datagrams.answered) datagrams unanswered") }
+        if lines.answered != 5_000 { problems.append("\(lines.answered) of 5 000 lines answered") }
+        // ctl is a process of its own: starting it costs tens of milliseconds; a stall would
+        // cost seconds (the 10 s reply timeout).
+        if slowest > 1 { problems.append("a status took \(slowest) s under load") }
+        let after = residentKiB()
+        if after - before > 8_192 { problems.append("resident memory grew from \(before) to \(after) KiB") }
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait(timeout: 5) == 0, "serve did not end while a client was not reading")
+        withExtendedLifetime(stuck) {}
+        recorder.stop()
+
+        // The tone plays on throughout: no run of silence inside it.
+        let samples = recorder.samples(channel: 0)
+        guard let first = samples.firstIndex(where: { $0 != 0 }), let last = samples.lastIndex(where: { $0 != 0 }) else {
+            return (problems + ["nothing was recorded"], recorder.xruns)
+        }
+        var longest = 0, run = 0
+        for sample in samples[first...last] {
+            run = sample == 0 ? run + 1 : 0
+            longest = max(longest, run)
+        }
+        if longest > 4 { problems.append("a gap of \(longest) frames in the tone after \(probes) probes") }
+        return (problems, recorder.xruns)
+    }
+}
+
 /// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
 final class UDPClient {
     let descriptor: Int32
