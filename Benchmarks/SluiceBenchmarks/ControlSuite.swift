@@ -53,8 +53,10 @@ enum ControlSuite {
         defer { server.stop() }
         note("server '\(server.name)': \(server.realtime ? "real-time scheduling" : "no real-time scheduling (jackd -R was refused)"), \(JackSuite.sampleRate) Hz, \(JackSuite.periodFrames)-frame periods")
 
-        setLatency(sluice: sluice, server: server, folder: folder, runs: runs)
-        replyAfterReply(sluice: sluice, server: server, folder: folder, runs: runs)
+        // SLUICE_BENCH_CONTROL_PARTS=latency (or replies) runs one part alone.
+        let parts = ProcessInfo.processInfo.environment["SLUICE_BENCH_CONTROL_PARTS"] ?? "latency,replies"
+        if parts.contains("latency") { setLatency(sluice: sluice, server: server, folder: folder, runs: runs) }
+        if parts.contains("replies") { replyAfterReply(sluice: sluice, server: server, folder: folder, runs: runs) }
     }
 
     // MARK: Control latency
@@ -78,12 +80,17 @@ enum ControlSuite {
         defer { probe.close() }
         var latencies: [Channel: [Double]] = [:]
         var replies: [Channel: [Double]] = [:]
+        /// The same, with a client connected that watches and never reads (`StuckClient`).
+        var stuckLatencies: [Channel: [Double]] = [:]
         var offsets: [Double] = []
         var oddSamples = 0
         var xruns = 0.0
         var generator = SplitMix64(seed: 0x5100_1CE0)
-        for run in 1...runs {
-            let served = Served.start(sluice: sluice, graph: graph, server: server, folder: folder, name: "live-\(run)")
+        // Each run twice, interleaved: without and with a client that never reads.
+        for (run, stuck) in (1...runs).flatMap({ run in [(run, false), (run, true)] }) {
+            let served = Served.start(sluice: sluice, graph: graph, server: server, folder: folder, name: "live-\(run)\(stuck ? "-stuck" : "")")
+            let stuckClient = stuck ? StuckClient(path: served.socketPath) : nil
+            defer { stuckClient?.close() }
             probe.connect(feedTo: "bench-control:in_1", recordFrom: "bench-control:out_1")
             SpeechSuite.waitUntil(seconds: 5, "the chain's level to reach 1.0 (the fader's first gain)") {
                 if let exit = served.process.poll() { fail("sluice serve ended (wait status \(exit.status)); its log:\n\(served.log)") }
@@ -133,9 +140,24 @@ enum ControlSuite {
             served.quit(connection)
             for channel in Channel.allCases {
                 let values = runLatencies[channel] ?? []
-                note(String(format: "run %d, %@: median %.3f ms, max %.3f ms, min %.3f ms", run, channel.name, median(values), values.max()!, values.min()!))
-                latencies[channel, default: []] += values
+                note(String(
+                    format: "run %d, %@%@: median %.3f ms, max %.3f ms, min %.3f ms", run, channel.name,
+                    stuck ? " (a client not reading)" : "", median(values), values.max()!, values.min()!))
+                if stuck { stuckLatencies[channel, default: []] += values } else { latencies[channel, default: []] += values }
             }
+            if let stuckClient { note("run \(run): the client that never reads had sent \(stuckClient.sent) requests") }
+        }
+        for channel in Channel.allCases {
+            let without = median(latencies[channel]!)
+            let with = stuckLatencies[channel]!
+            Figure(
+                bench: "control", metric: "set-latency \(channel.name), a client not reading", sluice: median(with), reference: without,
+                unit: "ms, send to heard (lower is better)",
+                referenceName: "the same run's sets with no such client", runs: runs,
+                goal: "sluice <= 1.2 x the reference (no slower than without it, within noise)",
+                goalMet: median(with) <= 1.2 * without,
+                extras: [("sluice_max", with.max()!), ("reference_max", latencies[channel]!.max()!), ("messages", Double(with.count))]
+            ).emit()
         }
         if oddSamples > 0 { note("\(oddSamples) samples were neither 0.5 nor 1.0 (a ramp, or a glitch)") }
         note("frame of the period at which the new gain was first heard: median \(median(offsets)), max \(Int(offsets.max()!))")
@@ -524,6 +546,33 @@ final class ControlConnection {
         closed = true
         Glibc.close(descriptor)
     }
+}
+
+/// A client of the control socket that asks for events (levels included, ten a second) and
+/// sends requests without ever reading a reply, until the server stops taking them: what a
+/// hung program does to a served graph.
+final class StuckClient {
+    private let descriptor: Int32
+    private(set) var sent = 0
+
+    init(path: String) {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8) }
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        // SAFETY: `address` is a complete sockaddr_un, passed with its own size.
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { fail("cannot connect to \(path): \(String(cString: strerror(errno)))") }
+        for line in [#"{"command":"watch","levels":true}"#] + Array(repeating: #"{"command":"parameters"}"#, count: 20_000) {
+            let bytes = Array((line + "\n").utf8)
+            guard Glibc.send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) == bytes.count else { break }
+            sent += 1
+        }
+    }
+
+    func close() { Glibc.close(descriptor) }
 }
 
 // MARK: - OSC over UDP

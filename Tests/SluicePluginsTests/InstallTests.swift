@@ -14,6 +14,22 @@ import Testing
             environment: environment)
     }
 
+    @Test("into ~/.local the user unit goes where systemd looks in a home; --no-man says no man page was installed")
+    func homePrefix() throws {
+        let home = TemporaryFolder("sluice-home")
+        let prefix = home.path + "/.local"
+        let install = try Self.run(
+            "/bin/bash", [Plugins.packageRoot.appendingPathComponent("scripts/install").path,
+                          "--bin-path", CommandRunner.productsFolder.path, "--no-man", prefix],
+            environment: ["HOME": home.path, "XDG_DATA_HOME": ""])
+        try #require(install.status == 0, "\(install.standardError)")
+        #expect(FileManager.default.fileExists(atPath: prefix + "/share/systemd/user/sluice@.service"))
+        #expect(!FileManager.default.fileExists(atPath: prefix + "/lib/systemd/user/sluice@.service"))
+        #expect(install.standardError.contains("systemd user unit (share/systemd/user/sluice@.service)"), "\(install.standardError)")
+        #expect(!install.standardError.contains("man page"), "\(install.standardError)")
+        #expect(!install.standardError.contains("note: systemd does not look"), "\(install.standardError)")
+    }
+
     @Test("install, then cc $(pkg-config --cflags sluice-plugin) -shared -fPIC the C example, then load and run it")
     func buildAgainstInstalledTree() throws {
         let prefix = TemporaryFolder("sluice-prefix")
