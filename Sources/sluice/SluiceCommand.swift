@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SluiceGraph
 
 @main
 struct SluiceCommand: ParsableCommand {
@@ -36,13 +37,21 @@ struct SluiceCommand: ParsableCommand {
     /// convention) instead of EX_USAGE's 64; every other status is the command's. Logging is
     /// set up from the command's --log-level before it runs.
     static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let refusal = unknownCommand(arguments) {
+            FileHandle.standardError.write(Data((refusal + "\n").utf8))
+            Foundation.exit(ExitStatus.usage)
+        }
         do {
-            var command = try parseSubcommandDirectly(Array(CommandLine.arguments.dropFirst())) ?? parseAsRoot()
+            var command = try parseSubcommandDirectly(arguments) ?? parseAsRoot()
             Diagnostics.bootstrap(option: (command as? any LoggingCommand)?.logging.logLevel)
             try command.run()
         } catch {
             guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            // One error style for every message: ArgumentParser's "Error: " as ours, "error: ".
+            var message = fullMessage(for: error)
+            if message.hasPrefix("Error: ") { message = "error: " + message.dropFirst("Error: ".count) }
+            FileHandle.standardError.write(Data((message + "\n").utf8))
             Foundation.exit(ExitStatus.usage)
         }
     }
@@ -58,6 +67,24 @@ struct SluiceCommand: ParsableCommand {
     /// root, so messages and scripts are the root's: the direct parse only ever takes arguments
     /// the root parse would also have given to the same subcommand, since the root's only
     /// option (`--version`) is no subcommand's.
+    /// The message for a first word that names no command (`sluice speek hi`, `sluice help
+    /// nosuch`), with the closest command's name; nil when it names one, or is an option.
+    static func unknownCommand(_ arguments: [String]) -> String? {
+        let names = configuration.subcommands.map { $0._commandName }
+        var word = arguments.first
+        var asHelp = false
+        if word == "help" {
+            guard arguments.count > 1 else { return nil }
+            word = arguments[1]
+            asHelp = true
+        }
+        guard let word, !word.hasPrefix("-"), !names.contains(word) else { return nil }
+        let closest = closestNames(to: word, among: names, limit: 1)
+        let hint = closest.first.map { "did you mean '\($0)'?" } ?? "the commands: \(names.joined(separator: ", "))"
+        return "error: '\(word)' is not a sluice command\(asHelp ? " to show help for" : ""); \(hint)\n"
+            + "Usage: sluice [--version] <subcommand>\n  See 'sluice --help' for more information."
+    }
+
     static func parseSubcommandDirectly(_ arguments: [String]) -> ParsableCommand? {
         guard let name = arguments.first, !name.hasPrefix("-") else { return nil }
         for subcommand in configuration.subcommands where subcommand._commandName == name || subcommand.configuration.aliases.contains(name) {

@@ -82,6 +82,9 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
     }
 
     func validate() throws {
+        if text != "-" && text.allSatisfy(\.isWhitespace) {
+            throw ValidationError("nothing to speak: the text is empty (give a sentence, or - to read standard input)")
+        }
         if let watermark, !(0...60).contains(watermark) { throw ValidationError("--watermark must be 0…60 seconds") }
         if let maxBuffered, !(0.05...600).contains(maxBuffered) { throw ValidationError("--max-buffered must be 0.05…600 seconds") }
         if let firstClause, !(0...10_000).contains(firstClause) { throw ValidationError("--first-clause must be 0…10000 characters") }
@@ -193,6 +196,9 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
     /// One line: time to first audio, duration, underruns.
     static func summary(_ result: SpeechResult) -> String {
         let timings = result.timings
+        // Standard input that ended with no text: said as it is, not as 0 s of speech that
+        // started after some milliseconds.
+        if result.utterances.isEmpty && timings.audioSeconds == 0 { return "spoke nothing: the input ended before any text" }
         let first = (timings.firstAudioAfterText ?? timings.timeToFirstAudio).map { String(format: "%.0f ms", $0 * 1000) } ?? "none"
         return String(format: "spoke %.2f s of audio: first audio after %@, %d underrun%@, %d utterance%@",
                       timings.audioSeconds, first, timings.underruns, timings.underruns == 1 ? "" : "s",

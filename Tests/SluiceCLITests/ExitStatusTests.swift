@@ -124,6 +124,33 @@ import Testing
         #expect(help.standardOutput.contains("Exit status: 0 success; 1 failure"))
     }
 
+    @Test("a misspelt command suggests the right one, help for no command is a usage error; every error starts 'error: '")
+    func unknownCommands() throws {
+        let misspelt = try CLI.sluice(["speek", "hi"])
+        #expect(misspelt.status == 2)
+        #expect(misspelt.standardError.hasPrefix("error: 'speek' is not a sluice command; did you mean 'speak'?"), "\(misspelt.standardError)")
+        let help = try CLI.sluice(["help", "nosuch"])
+        #expect(help.status == 2)
+        #expect(help.standardError.hasPrefix("error: 'nosuch' is not a sluice command to show help for"), "\(help.standardError)")
+        #expect(try CLI.sluice(["help", "speak"]).status == 0)
+        let missing = try CLI.sluice(["render"])
+        #expect(missing.status == 2)
+        #expect(missing.standardError.hasPrefix("error: Missing expected argument"), "\(missing.standardError)")
+    }
+
+    @Test("speak with no text: an empty argument is a usage error, standard input that ends at once is said so, exit 0")
+    func nothingToSpeak() throws {
+        for text in ["", "   "] {
+            let empty = try CLI.sluice(["speak", text])
+            #expect(empty.status == 2)
+            #expect(empty.standardError.hasPrefix("error: nothing to speak: the text is empty"), "\(empty.standardError)")
+        }
+        let folder = TemporaryFolder()
+        let closed = try CLI.sluice(["speak", "-", "-o", folder.file("nothing.wav").path], input: Data())
+        #expect(closed.status == 0, "\(closed.standardError)")
+        #expect(closed.standardError.contains("spoke nothing: the input ended before any text"), "\(closed.standardError)")
+    }
+
     @Test("ctl with nothing served exits 1 naming `sluice serve`, whether it looked for the socket or was given one")
     func ctlWithNothingServed() throws {
         let runtime = TemporaryFolder()
