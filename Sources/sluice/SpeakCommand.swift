@@ -154,20 +154,26 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
             if case .provider(let failure) = error {
                 printError("heard: \(failure.result.heard.heard)")
                 try drawTimeline(failure.result)
+                // The figures of what played, with the failure listed by its code (README).
+                try printStats(failure.result, graph: speech.graph)
             }
             throw ExitCode(ExitStatus.failure)
         }
         printError(Self.summary(result))
         try drawTimeline(result)
-        if stats == .json {
-            var extra = LivePlayback.jackFigures(speech.graph)
-            extra["speech"] = Self.speechFigures(result)
-            try StatsOutput.print(result.report, extra: extra)
-        }
+        try printStats(result, graph: speech.graph)
         if result.cancelled {
             printError("cancelled: heard \"\(result.heard.heard)\"")
             throw ExitCode(ExitStatus.interrupted)
         }
+    }
+
+    /// `--stats json`: the run's report (its failures among it) and the speech figures.
+    private func printStats(_ result: SpeechResult, graph: CompiledGraph) throws {
+        guard stats == .json else { return }
+        var extra = LivePlayback.jackFigures(graph)
+        extra["speech"] = Self.speechFigures(result)
+        try StatsOutput.print(result.report, extra: extra)
     }
 
     /// `--timeline`: the run, with each utterance's text as the controller heard it played.

@@ -103,6 +103,14 @@ import Testing
         let kept = try CLI.sluice(arguments + ["--keep-going"], environment: [Self.keyVariable: Self.key])
         #expect(kept.status == 0, "\(kept.standardError)")
         #expect(kept.standardError.contains("warning: voice: "), "\(kept.standardError)")
+        // --stats json lists the failure by its code, failed or kept going.
+        for (outcome, status) in [(try CLI.sluice(arguments + ["--stats", "json"], environment: [Self.keyVariable: Self.key]), Int32(1)),
+                                  (try CLI.sluice(arguments + ["--stats", "json", "--keep-going"], environment: [Self.keyVariable: Self.key]), 0)] {
+            #expect(outcome.status == status, "\(outcome.standardError)")
+            let stats = try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
+            #expect(stats?["failureCodes"] as? [String: String] == ["voice": "invalid-key"], "\(outcome.standardOutput)")
+            #expect((stats?["failures"] as? [String])?.first?.contains("HTTP 401") == true, "\(outcome.standardOutput)")
+        }
     }
 
     @Test("usage errors exit 2, with the reason and the usage line")
