@@ -1025,6 +1025,28 @@ extension ServeCommandTests {
     }
 }
 
+extension ServeCommandTests {
+    @Test("status of a direct chain (graphs/live-gain.yaml): nothing buffered, never below zero, while the position advances")
+    func directChainStatus() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let served = try Served(
+            graph: CLI.graphsFolder.appendingPathComponent("live-gain.yaml"), socket: folder.file("control.sock").path,
+            server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+        var positions: [Double] = []
+        for _ in 0..<4 {
+            usleep(300_000)
+            let status = try served.ctl(["status"]).reply
+            #expect(status["bufferedSeconds"] as? Double == 0, "\(status)")
+            positions.append(status["position"] as? Double ?? -1)
+        }
+        #expect(positions == positions.sorted() && positions.last! > positions.first!, "\(positions)")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+    }
+}
+
 /// A UDP socket on loopback that sends a datagram and waits (up to 2 s) for one back.
 final class UDPClient {
     let descriptor: Int32

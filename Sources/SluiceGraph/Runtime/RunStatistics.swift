@@ -77,8 +77,11 @@ struct RunStatistics {
         }
         let playhead = sink.playhead
         let rate = Double(playhead.sampleRate)
-        let written = sink.writer.writtenUnits.load(ordering: .relaxed)
-        let buffered = written - playhead.playedFrames
+        // A sink fed in place, in the JACK cycle (a direct chain), has nothing on its edge: what
+        // played is all that was made, and nothing is buffered.
+        let played = playhead.playedFrames
+        let written = max(sink.writer.writtenUnits.load(ordering: .relaxed), played)
+        let buffered = written - played
         let watermark = playhead.watermarkFrames
         let toBuffer: Double? = switch playhead.state {
         case .buffering: watermark == Int.max ? nil : Double(max(0, min(watermark, playhead.capacityFrames) - buffered)) / rate
