@@ -252,10 +252,6 @@ final class TransferWorker: @unchecked Sendable {
 
     /// `error` with every secret replaced, whatever the server echoed back.
     func redacted(_ error: PluginError) -> PluginError {
-        var error = error
-        for secret in service.secrets where !secret.isEmpty {
-            error.message = error.message.replacingOccurrences(of: secret, with: "[redacted]")
-        }
-        return error
+        SecretRedaction.redacted(error, secrets: service.secrets)
     }
 }

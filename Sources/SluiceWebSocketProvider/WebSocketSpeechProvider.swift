@@ -445,11 +445,7 @@ final class StreamCore: ConnectionDelegate, @unchecked Sendable {
 
     /// `error` with every secret replaced, whatever the server echoed back.
     private func redacted(_ error: PluginError) -> PluginError {
-        var error = error
-        for secret in service.secrets where !secret.isEmpty {
-            error.message = error.message.replacingOccurrences(of: secret, with: "[redacted]")
-        }
-        return error
+        SecretRedaction.redacted(error, secrets: service.secrets)
     }
 
     // MARK: Reads (source thread)

@@ -1,4 +1,5 @@
 import Foundation
+import SluiceHTTPProvider
 import SluiceTestSupport
 import Testing
 
@@ -95,5 +96,19 @@ import Testing
     func trusted(_ voice: String, _ environment: [String: String]) throws {
         let outcome = try Self.check(voice, environment: Self.key.merging(environment) { $1 })
         #expect(outcome.status == 0, "\(voice): \(outcome.standardError)")
+    }
+}
+
+@Suite struct SecretRedactionTests {
+    @Test("a key is taken out wherever it stands as a token, and only there")
+    func tokens() {
+        let key = "sk-Ab3_9xYz"
+        #expect(SecretRedaction.redacted("Invalid API key: \(key).", secrets: [key]) == "Invalid API key: [redacted].")
+        #expect(SecretRedaction.redacted("GET /v1?key=\(key)&x=\(key)", secrets: [key]) == "GET /v1?key=[redacted]&x=[redacted]")
+        #expect(SecretRedaction.redacted("\(key)\(key)", secrets: [key]) == "\(key)\(key)", "inside a longer token")
+        #expect(SecretRedaction.redacted("\"\(key)\"", secrets: [key, ""]) == "\"[redacted]\"")
+        // A one-character key no longer takes that letter out of every word.
+        #expect(SecretRedaction.redacted("ElevenLabs refused the API key k (HTTP 401)", secrets: ["k"])
+                == "ElevenLabs refused the API key [redacted] (HTTP 401)")
     }
 }
