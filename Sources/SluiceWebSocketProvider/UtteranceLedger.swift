@@ -203,7 +203,8 @@ struct UtteranceLedger {
     /// Why `alignment` cannot belong to a message of `audioBytes` bytes after what was
     /// aligned so far, or nil.
     private func misfit(_ alignment: [AlignedCharacter], audioBytes: Int) -> String? {
-        let duration = Double(audioBytes / frameBytes) * 1000 / Double(sampleRate)
+        let frames = audioBytes / frameBytes
+        let duration = Double(frames) * 1000 / Double(sampleRate)
         let slack = Self.alignmentSlackMilliseconds
         var characters = alignedCharacters
         for character in alignment {
@@ -215,6 +216,12 @@ struct UtteranceLedger {
         }
         guard characters <= pushedCharacters else {
             return "it has aligned \(characters) characters, more than the \(pushedCharacters) sent"
+        }
+        // Each character starts on a frame of its own: more of them than the message has frames
+        // is a claim no audio can carry (the whole text "spoken" in 0.08 ms).
+        let inMessage = characters - alignedCharacters
+        guard inMessage <= max(frames, 1) else {
+            return "\(inMessage) characters are aligned to a message of \(frames) frames of audio"
         }
         return nil
     }

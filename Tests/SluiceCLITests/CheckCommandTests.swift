@@ -65,6 +65,32 @@ struct CheckCommandTests {
         return try CLI.sluice(["check", name], in: folder.url)
     }
 
+    @Test("numbers at the extremes (±1e300, NaN, infinities, past Int) are refused with the place and the range, never trapped on",
+          arguments: ["1e300", "-1e300", ".nan", ".inf", "-.inf", "9223372036854775808", "-9223372036854775809"])
+    func extremeNumbers(_ value: String) throws {
+        let folder = TemporaryFolder()
+        for (line, expected) in [
+            ("  fade: { type: fader, length: \(value) }", "must be an integer in 0…48000"),
+            ("  fade: { type: fader, gain: \(value) }", "gain"),
+        ] {
+            let graph = try folder.write(
+                "name: extremes\nnodes:\n  tone: { type: tone, duration: 1 }\n\(line)\n  out: { type: null.sink }\nlinks: [tone -> fade -> out]\n",
+                to: "extremes.yaml")
+            let outcome = try CLI.sluice(["check", graph.path])
+            #expect(outcome.status == 1, "\(line): \(outcome.standardError)")
+            #expect(outcome.standardError.contains("extremes.yaml:4:"), "\(line): \(outcome.standardError)")
+            #expect(outcome.standardError.contains(expected), "\(line): \(outcome.standardError)")
+        }
+        for setting in ["watermark", "max-buffered", "block"] {
+            let graph = try folder.write(
+                "name: extremes\nnodes:\n  tone: { type: tone, duration: 1 }\n  out: { type: null.sink }\nlinks: [tone -> out]\nplayback: { \(setting): \(value) }\n",
+                to: "playback.yaml")
+            let outcome = try CLI.sluice(["check", graph.path])
+            #expect(outcome.status == 1, "\(setting): \(outcome.standardError)")
+            #expect(outcome.standardError.contains("playback.yaml:6:"), "\(setting): \(outcome.standardError)")
+        }
+    }
+
     @Test("a format mismatch: exit 1, file:line:col of the link, and the node to insert")
     func formatMismatch() throws {
         let outcome = try check("""

@@ -171,6 +171,11 @@ import WebSocketTestSupport
         ledger.append("ab")
         #expect(ledger.receive(alignment: [AlignedCharacter("a", startMilliseconds: 1_000), AlignedCharacter("b", startMilliseconds: -900)], audioBytes: 40) == nil)
         #expect(ledger.receive(alignment: Self.aligned("cdefgh"), audioBytes: 40)?.contains("8 characters, more than the 2 sent") == true)
+        // The whole text in two frames: more characters than the audio has frames.
+        var crammed = UtteranceLedger(frameBytes: 2, sampleRate: 24_000)
+        crammed.begin()
+        crammed.append("Hello there.")
+        #expect(crammed.receive(alignment: Self.aligned("Hello", every: 0), audioBytes: 4)?.contains("5 characters are aligned to a message of 2 frames") == true)
     }
 }
 

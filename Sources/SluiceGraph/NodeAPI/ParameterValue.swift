@@ -1,3 +1,5 @@
+import SluiceAudio
+
 /// A checked parameter value. Graph files give text; the compiler turns it into one of these
 /// according to the parameter's `ParameterType`, or reports where and why it cannot.
 public enum ParameterValue: Sendable, Hashable, CustomStringConvertible {
@@ -52,7 +54,9 @@ public struct NodeParameters: Sendable, Hashable {
     public func integer(_ name: String) -> Int {
         switch values[name] {
         case .integer(let value): value
-        case .number(let value): Int(value)
+        // Checked against the parameter's range when the graph was compiled; clamped all the
+        // same, so a number read as an integer can never trap.
+        case .number(let value): ExternalNumber.clamped(value, to: Int.min...Int.max) ?? 0
         default: preconditionFailure("parameter '\(name)' is not an integer")
         }
     }
