@@ -47,12 +47,18 @@ struct SluiceCommand: ParsableCommand {
             Diagnostics.bootstrap(option: (command as? any LoggingCommand)?.logging.logLevel)
             try command.run()
         } catch {
-            guard exitCode(for: error) == .validationFailure else { exit(withError: error) }
             // One error style for every message: ArgumentParser's "Error: " as ours, "error: ".
+            let code = exitCode(for: error)
             var message = fullMessage(for: error)
             if message.hasPrefix("Error: ") { message = "error: " + message.dropFirst("Error: ".count) }
+            if code == .validationFailure {
+                FileHandle.standardError.write(Data((message + "\n").utf8))
+                Foundation.exit(ExitStatus.usage)
+            }
+            // An error a command threw (not an exit it chose): said in our style, exit 1.
+            guard code == .failure, !(error is ExitCode), !message.isEmpty else { exit(withError: error) }
             FileHandle.standardError.write(Data((message + "\n").utf8))
-            Foundation.exit(ExitStatus.usage)
+            Foundation.exit(ExitStatus.failure)
         }
     }
 

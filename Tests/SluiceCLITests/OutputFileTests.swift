@@ -15,9 +15,23 @@ import Testing
         #expect(outcome.status == 2)
         let fileExtension = target.pathExtension
         #expect(outcome.standardError.hasPrefix(
-            "Error: -o/--output: cannot write '\(target.path)': Sluice writes .wav (WAV) or .flac (FLAC), not .\(fileExtension)\n"),
+            "error: -o/--output: cannot write '\(target.path)': Sluice writes .wav (WAV) or .flac (FLAC), not .\(fileExtension)\n"),
             "\(outcome.standardError)")
         #expect(!FileManager.default.fileExists(atPath: target.path))
+    }
+
+    @Test("-o naming a folder, or a file in a folder that does not exist: our sentence with the fix, not libsndfile's")
+    func outputIntoAFolder() throws {
+        let folder = TemporaryFolder()
+        let intoFolder = try CLI.sluice(["render", "graphs/tone.yaml", "-o", folder.path])
+        #expect(intoFolder.status == 1)
+        #expect(intoFolder.standardError == "error: cannot write '\(folder.path)': it is a folder; give a file name, such as '\(folder.path)/out.wav'\n",
+                "\(intoFolder.standardError)")
+        let missing = try CLI.sluice(["render", "graphs/tone.yaml", "-o", folder.path + "/no/such/x.wav"])
+        #expect(missing.status == 1)
+        #expect(missing.standardError.hasPrefix("error: cannot write '\(folder.path)/no/such/x.wav': no such file or directory"),
+                "\(missing.standardError)")
+        #expect(!missing.standardError.contains("System error"))
     }
 
     @Test("speak -o with an extension Sluice does not write: refused before any speech")

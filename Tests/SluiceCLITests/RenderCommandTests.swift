@@ -229,10 +229,10 @@ struct RenderCommandTests {
         let file = try folder.write("E\n", to: "e.txt")
         let twice = try CLI.sluice(["render", "graphs/morse.yaml", "--text", "E", "--text-file", file.path], input: Data())
         #expect(twice.status == 2)
-        #expect(twice.standardError.hasPrefix("Error: give the text once: --text, --text-file or -\n"))
+        #expect(twice.standardError.hasPrefix("error: give the text once: --text, --text-file or -\n"))
         let stray = try CLI.sluice(["render", "graphs/morse.yaml", "E"], input: Data())
         #expect(stray.status == 2)
-        #expect(stray.standardError.hasPrefix("Error: unexpected argument 'E'; only `-` (standard input) may follow the graph\n"))
+        #expect(stray.standardError.hasPrefix("error: unexpected argument 'E'; only `-` (standard input) may follow the graph\n"))
     }
 
     // MARK: The graph's own sinks

@@ -1,4 +1,5 @@
 import CSndFile
+import Glibc
 import SluiceAudio
 
 // Sound files through libsndfile: reading any format it knows, writing WAV and FLAC, and the
@@ -10,6 +11,16 @@ import SluiceAudio
 /// shown as it is.
 public struct SoundFileError: Error, Sendable, Hashable, CustomStringConvertible {
     public let description: String
+
+    /// libsndfile's message as a sentence of ours: "System error : No such file or
+    /// directory." becomes "no such file or directory".
+    static func plain(_ message: String) -> String {
+        var text = Substring(message)
+        for prefix in ["System error : ", "System error: "] where text.hasPrefix(prefix) { text = text.dropFirst(prefix.count) }
+        while text.hasSuffix(".") || text.hasSuffix(" ") { text = text.dropLast() }
+        guard let first = text.first else { return message }
+        return first.lowercased() + text.dropFirst()
+    }
 
     public init(_ description: String) {
         self.description = description
@@ -244,8 +255,13 @@ public final class SoundFileWriter {
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
         info.format = container.code | encoding
+        var status = stat()
+        if stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR {
+            let inside = path.hasSuffix("/") ? path : path + "/"
+            throw SoundFileError("cannot write '\(path)': it is a folder; give a file name, such as '\(inside)out.wav'")
+        }
         guard let handle = library.open(path, Int32(SFM_WRITE), &info) else {
-            throw SoundFileError("cannot write '\(path)': \(library.lastError(nil))")
+            throw SoundFileError("cannot write '\(path)': \(SoundFileError.plain(library.lastError(nil)))")
         }
         self.handle = handle
         self.library = library
