@@ -12,7 +12,7 @@ struct CheckCommand: ParsableCommand, LoggingCommand {
     )
 
 
-    @Argument(help: "A graph file, or a one-line graph in quotes.")
+    @Argument(help: "A graph file, or a one-line graph in quotes.", completion: .file(extensions: ["yaml", "yml"]))
     var graph: String
 
     @Flag(name: .shortAndLong, help: "Also list each node, its formats and where it runs in a live run (the JACK cycle, on the period's buffers when direct; the worker; its own thread).")

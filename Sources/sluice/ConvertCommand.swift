@@ -26,7 +26,7 @@ struct ConvertCommand: ParsableCommand, LoggingCommand {
     @Argument(help: ArgumentHelp("The file to write, as -o/--output gives it (the older form).", valueName: "output"))
     var positionalOutput: String?
 
-    @Option(name: .shortAndLong, help: "The file to write (.wav or .flac).")
+    @Option(name: .shortAndLong, help: "The file to write (.wav or .flac).", completion: .file(extensions: ["wav", "flac"]))
     var output: String?
 
     /// The file to write, however it was given (`validate` makes sure it was, once).

@@ -16,7 +16,7 @@ struct DotCommand: ParsableCommand, LoggingCommand {
             """
     )
 
-    @Argument(help: "A graph file, or a one-line graph in quotes.")
+    @Argument(help: "A graph file, or a one-line graph in quotes.", completion: .file(extensions: ["yaml", "yml"]))
     var graph: String
 
     @Option(name: .long, help: "Render every sink at this rate, as `render --rate` would.")

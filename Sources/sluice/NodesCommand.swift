@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import SluiceGraph
 import SluiceHost
 
@@ -27,6 +28,10 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
     @Flag(name: .long, help: "Only the built-in node types, no plugins.")
     var builtin = false
 
+    /// For the shell completions of `speak --provider` and `--voice`: one name a line.
+    @Option(name: .long, help: ArgumentHelp("Print the names a completion offers: provider or voice.", visibility: .hidden))
+    var complete: String?
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -34,6 +39,10 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
     }
 
     func run() throws {
+        if let complete {
+            try Self.printCompletions(complete)
+            return
+        }
         let (registry, pluginFiles) = try Self.registry(builtinOnly: builtin)
         var selected = registry.all
         if !types.isEmpty {
@@ -59,6 +68,39 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             print(selected.map { type in
                 Self.text(of: type.descriptor, plugin: pluginFiles[type.descriptor.typeName])
             }.joined(separator: "\n"), terminator: "")
+        }
+    }
+
+    /// `--complete provider`: the node types that speak text (sources of PCM bytes, built in or
+    /// from plugins); `--complete voice`: the voices espeak-ng knows, languages and files.
+    static func printCompletions(_ kind: String) throws {
+        switch kind {
+        case "provider":
+            let (registry, _) = try registry(builtinOnly: false)
+            let names = registry.all.map(\.descriptor).filter { descriptor in
+                descriptor.kind == .source && descriptor.outputs.contains { $0.medium == .bytes } && descriptor.typeName != "bytes.source"
+            }.map(\.typeName)
+            print(names.sorted().joined(separator: "\n"))
+        case "voice":
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+            process.arguments = ["--voices"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return }
+            let listing = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            var names: Set<String> = []
+            for row in listing.split(separator: "\n").dropFirst() {
+                let fields = row.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 5 else { continue }
+                names.insert(String(fields[1]))
+                names.insert(String(fields[4]))
+            }
+            print(names.sorted().joined(separator: "\n"))
+        default:
+            throw ValidationError("--complete takes provider or voice, not '\(kind)'")
         }
     }
 

@@ -16,7 +16,7 @@ struct PluginsCommand: ParsableCommand, LoggingCommand {
     )
 
 
-    @Option(name: .long, help: "Search this graph file's folder first, as running the graph would.")
+    @Option(name: .long, help: "Search this graph file's folder first, as running the graph would.", completion: .file(extensions: ["yaml", "yml"]))
     var graph: String?
 
     @Flag(name: .long, help: "Print each node type's ports and parameters, as `sluice nodes` does.")

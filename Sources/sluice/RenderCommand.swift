@@ -17,10 +17,10 @@ struct RenderCommand: ParsableCommand, LoggingCommand {
     )
 
 
-    @Argument(help: "A graph file, or a one-line graph in quotes.")
+    @Argument(help: "A graph file, or a one-line graph in quotes.", completion: .file(extensions: ["yaml", "yml"]))
     var graph: String
 
-    @Option(name: .shortAndLong, help: "The file to write (.wav or .flac) in place of the first sink.")
+    @Option(name: .shortAndLong, help: "The file to write (.wav or .flac) in place of the first sink.", completion: .file(extensions: ["wav", "flac"]))
     var output: String?
 
     @Option(name: .long, help: "Render every sink at this rate in Hz; `auto` rates follow it.")

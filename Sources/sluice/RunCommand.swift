@@ -15,7 +15,7 @@ struct RunCommand: ParsableCommand, LoggingCommand {
     )
 
 
-    @Argument(help: "A graph file, or a one-line graph in quotes.")
+    @Argument(help: "A graph file, or a one-line graph in quotes.", completion: .file(extensions: ["yaml", "yml"]))
     var graph: String
 
     @OptionGroup var text: TextOptions

@@ -22,10 +22,10 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
     )
 
 
-    @Argument(help: "A graph file, or a one-line graph in quotes.")
+    @Argument(help: "A graph file, or a one-line graph in quotes.", completion: .file(extensions: ["yaml", "yml"]))
     var graph: String
 
-    @Option(name: .long, help: "The control socket's path (default: $XDG_RUNTIME_DIR/sluice/<graph name>.sock).")
+    @Option(name: .long, help: "The control socket's path (default: $XDG_RUNTIME_DIR/sluice/<graph name>.sock).", completion: .file())
     var control: String?
 
     @Option(name: .customLong("osc-port"), help: "Also take OSC messages on this UDP port (0: any free port, printed).")
@@ -140,7 +140,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
     )
 
 
-    @Option(name: .long, help: "The control socket (default: the one `sluice serve` uses for --graph).")
+    @Option(name: .long, help: "The control socket (default: the one `sluice serve` uses for --graph).", completion: .file())
     var socket: String?
 
     @Option(name: .customLong("graph"), help: "The served graph's name, to find its default socket.")

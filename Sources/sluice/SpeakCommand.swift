@@ -21,16 +21,16 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
     @Argument(help: "The text, or `-` to read standard input as it arrives.")
     var text: String
 
-    @Option(name: .long, help: "The provider node type (espeak, openai, elevenlabs, http-pcm, or a plugin's).")
+    @Option(name: .long, help: "The provider node type (espeak, openai, elevenlabs, http-pcm, or a plugin's).", completion: .shellCommand("sluice nodes --complete provider 2>/dev/null"))
     var provider: String?
 
-    @Option(name: .long, help: "The provider's voice.")
+    @Option(name: .long, help: "The provider's voice.", completion: .shellCommand("sluice nodes --complete voice 2>/dev/null"))
     var voice: String?
 
     @Option(name: .customLong("set"), help: ArgumentHelp("A provider parameter, as in a graph file (repeatable).", valueName: "name=value"))
     var settings: [String] = []
 
-    @Option(name: .long, help: "A graph file with one text-driven source, in place of the standard graph.")
+    @Option(name: .long, help: "A graph file with one text-driven source, in place of the standard graph.", completion: .file(extensions: ["yaml", "yml"]))
     var graph: String?
 
     @Option(name: .long, help: "When playback starts: stream, buffered, auto, generate-first (default: the graph's).")
@@ -42,7 +42,7 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
     @Option(name: .customLong("max-buffered"), help: "The most seconds of audio the sink holds.")
     var maxBuffered: Double?
 
-    @Option(name: .shortAndLong, help: "Render into this file (.wav, or .flac) instead of playing into JACK (--out is its old name).")
+    @Option(name: .shortAndLong, help: "Render into this file (.wav, or .flac) instead of playing into JACK (--out is its old name).", completion: .file(extensions: ["wav", "flac"]))
     var output: String?
 
     /// The spelling before `-o/--output` was the same on every command; still read.

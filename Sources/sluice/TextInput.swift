@@ -7,7 +7,7 @@ struct TextOptions: ParsableArguments {
     @Option(name: .long, help: "Text for the graph's text-driven sources.")
     var text: String?
 
-    @Option(name: .customLong("text-file"), help: "Read the text from this file (`-`: standard input).")
+    @Option(name: .customLong("text-file"), help: "Read the text from this file (`-`: standard input).", completion: .file())
     var textFile: String?
 
     @Argument(help: "`-` reads the text from standard input.")

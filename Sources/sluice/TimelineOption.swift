@@ -10,7 +10,8 @@ struct TimelineOption: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "Draw the run into this SVG file: the buffer's fill against the watermark, the utterances with their text, underruns, xruns and first audio.",
-            valueName: "file.svg"))
+            valueName: "file.svg"),
+        completion: .file(extensions: ["svg"]))
     var timeline: String?
 
     func validate() throws {
