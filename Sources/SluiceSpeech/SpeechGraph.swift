@@ -132,6 +132,23 @@ public enum SpeechGraph {
         let source: any TextDrivenSource
     }
 
+    /// The node types Sluice ships as plugins, and the product that builds each.
+    static let shippedPlugins = ["espeak", "elevenlabs", "openai", "http-pcm", "ducker"]
+
+    /// Throws, naming the plugin and how to get it, when `types` include a shipped plugin's type
+    /// that no plugin on the search path provides: a library user's program finds plugins
+    /// beside its executable or in `pluginFolders`, not where `sluice` keeps them.
+    static func requirePlugins(_ types: Set<String>, in registry: NodeRegistry, pluginFolders: [String]) throws(SpeechError) {
+        for type in types.sorted() where shippedPlugins.contains(type) && registry.type(named: type) == nil {
+            let searched = pluginFolders.isEmpty ? "" : " (\(pluginFolders.joined(separator: ", ")) searched too)"
+            throw .graph(
+                "the '\(type)' node type is a plugin, libsluice-\(type).so, and no plugin on the search path provides it\(searched): "
+                    + "build it beside your program with `swift build --product sluice-\(type)`, put its folder on SLUICE_PLUGIN_PATH, "
+                    + "or install Sluice's Debian package and add \"/usr/lib/sluice/plugins\" to SpeechConfiguration.pluginFolders "
+                    + "(docs/plugins.md)")
+        }
+    }
+
     static func compile(_ configuration: SpeechConfiguration) throws(SpeechError) -> Compiled {
         let reading = try declared(configuration.graph)
         let declared = reading.partial
@@ -152,6 +169,7 @@ public enum SpeechGraph {
             server: server, graphFolder: configuration.trustGraphFolder ? declared.baseDirectory : nil, pluginFolders: configuration.pluginFolders,
             needing: needing)
         let registry = loaded.registry
+        try requirePlugins(needing, in: registry, pluginFolders: configuration.pluginFolders)
         let description = try description(declared, for: configuration, registry: registry)
         let graph: CompiledGraph
         do {

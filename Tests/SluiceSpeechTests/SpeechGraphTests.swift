@@ -25,6 +25,19 @@ import Testing
         }
     }
 
+    @Test("a shipped plugin the search path lacks is a thrown error naming the plugin and how to build or install it")
+    func missingPlugin() {
+        let builtinOnly = HostRegistry.builtin()
+        #expect(throws: SpeechError.graph(
+            "the 'espeak' node type is a plugin, libsluice-espeak.so, and no plugin on the search path provides it (/opt/mine searched too): "
+                + "build it beside your program with `swift build --product sluice-espeak`, put its folder on SLUICE_PLUGIN_PATH, "
+                + "or install Sluice's Debian package and add \"/usr/lib/sluice/plugins\" to SpeechConfiguration.pluginFolders (docs/plugins.md)")) {
+            try SpeechGraph.requirePlugins(["aligner", "espeak", "fader"], in: builtinOnly, pluginFolders: ["/opt/mine"])
+        }
+        // Types that are there, or are no plugin of ours, are left to the compiler's own errors.
+        #expect(throws: Never.self) { try SpeechGraph.requirePlugins(["aligner", "my-own"], in: builtinOnly, pluginFolders: []) }
+    }
+
     @Test("settings, voice and provider are declared at their options; the node at the provider's")
     func placedAtOptions() throws {
         var configuration = SpeechConfiguration()
