@@ -250,7 +250,7 @@ let package = Package(
             name: "sluice",
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK",
-                "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluicePluginABI",
+                "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluiceSpeechd", "SluicePluginABI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -362,7 +362,7 @@ let package = Package(
         ),
         .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),
         .testTarget(name: "SluiceSpeechdTests", dependencies: ["SluiceSpeechd"]),
-        .testTarget(name: "SluiceControlProtocolTests", dependencies: ["SluiceControlProtocol"]),
+        .testTarget(name: "SluiceControlProtocolTests", dependencies: ["SluiceControlProtocol", "SluiceTestSupport"]),
         .testTarget(
             name: "SluicePluginsTests",
             dependencies: [

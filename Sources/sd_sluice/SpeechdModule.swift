@@ -170,22 +170,7 @@ final class SpeechdModule: @unchecked Sendable {
 
     /// The voices: espeak-ng's, by their language (as its own speech-dispatcher module does).
     private func listVoices() {
-        var lines: [String] = []
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
-        process.arguments = ["--voices"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        if (try? process.run()) != nil {
-            let listing = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            for row in listing.split(separator: "\n").dropFirst() {
-                let fields = row.split(separator: " ", omittingEmptySubsequences: true)
-                guard fields.count >= 4 else { continue }
-                lines.append("200-\(fields[3])\t\(fields[1])\tnone")
-            }
-        }
+        var lines = EspeakVoices.list().map { "200-\($0.name)\t\($0.language)\tnone" }
         if lines.isEmpty { lines = ["200-\(configuration.defaultVoice)\t\(configuration.defaultVoice)\tnone"] }
         send(lines + ["200 OK VOICE LIST SENT"])
     }

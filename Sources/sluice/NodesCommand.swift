@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SluiceGraph
 import SluiceHost
+import SluiceSpeechd
 
 struct NodesCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
@@ -82,22 +83,7 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             }.map(\.typeName)
             print(names.sorted().joined(separator: "\n"))
         case "voice":
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
-            process.arguments = ["--voices"]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return }
-            let listing = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            var names: Set<String> = []
-            for row in listing.split(separator: "\n").dropFirst() {
-                let fields = row.split(separator: " ", omittingEmptySubsequences: true)
-                guard fields.count >= 5 else { continue }
-                names.insert(String(fields[1]))
-                names.insert(String(fields[4]))
-            }
+            let names = Set(EspeakVoices.list().flatMap { [$0.language, $0.file] })
             print(names.sorted().joined(separator: "\n"))
         default:
             throw ValidationError("--complete takes provider or voice, not '\(kind)'")

@@ -1179,34 +1179,7 @@ enum UnixLineClient {
     }
 }
 
-/// OSC 1.0 messages for the tests, written by hand from the spec so that what is sent does not
-/// depend on the liblo the server reads them with: strings NUL-terminated and padded to four
-/// bytes, numbers big-endian.
-enum OSCMessage {
-    enum Argument {
-        case string(String), float(Float), double(Double), int32(Int32), int64(Int64)
-    }
-
-    static func encode(_ address: String, _ arguments: [Argument]) -> [UInt8] {
-        func padded(_ text: String) -> [UInt8] {
-            var bytes = Array(text.utf8) + [0]
-            while bytes.count % 4 != 0 { bytes.append(0) }
-            return bytes
-        }
-        var tags = ","
-        var body: [UInt8] = []
-        for argument in arguments {
-            switch argument {
-            case .string(let text): tags += "s"; body += padded(text)
-            case .float(let value): tags += "f"; body += withUnsafeBytes(of: value.bitPattern.bigEndian, Array.init)
-            case .double(let value): tags += "d"; body += withUnsafeBytes(of: value.bitPattern.bigEndian, Array.init)
-            case .int32(let value): tags += "i"; body += withUnsafeBytes(of: value.bigEndian, Array.init)
-            case .int64(let value): tags += "h"; body += withUnsafeBytes(of: value.bigEndian, Array.init)
-            }
-        }
-        return padded(address) + padded(tags) + body
-    }
-
+extension OSCMessage {
     /// A reply's address and its string arguments (the server replies with strings only).
     static func decodeStrings(_ bytes: [UInt8]) -> (address: String, arguments: [String])? {
         var offset = 0

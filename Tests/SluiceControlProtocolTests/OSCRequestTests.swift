@@ -1,32 +1,13 @@
 import SluiceControlProtocol
+import SluiceTestSupport
 import Testing
 
 /// OSC datagrams written by hand from the OSC 1.0 spec (padded strings, big-endian numbers),
 /// read by `OSCRequest.parse` through liblo.
 @Suite struct OSCRequestTests {
-    enum Argument {
-        case string(String), float(Float), double(Double), int32(Int32), int64(Int64)
-    }
+    typealias Argument = OSCMessage.Argument
 
-    static func datagram(_ address: String, _ arguments: [Argument]) -> [UInt8] {
-        func padded(_ text: String) -> [UInt8] {
-            var bytes = Array(text.utf8) + [0]
-            while bytes.count % 4 != 0 { bytes.append(0) }
-            return bytes
-        }
-        var tags = ","
-        var body: [UInt8] = []
-        for argument in arguments {
-            switch argument {
-            case .string(let text): tags += "s"; body += padded(text)
-            case .float(let value): tags += "f"; body += withUnsafeBytes(of: value.bitPattern.bigEndian, Array.init)
-            case .double(let value): tags += "d"; body += withUnsafeBytes(of: value.bitPattern.bigEndian, Array.init)
-            case .int32(let value): tags += "i"; body += withUnsafeBytes(of: value.bigEndian, Array.init)
-            case .int64(let value): tags += "h"; body += withUnsafeBytes(of: value.bigEndian, Array.init)
-            }
-        }
-        return padded(address) + padded(tags) + body
-    }
+    static func datagram(_ address: String, _ arguments: [Argument]) -> [UInt8] { OSCMessage.encode(address, arguments) }
 
     static func parse(_ bytes: [UInt8], secret: String? = nil) -> (String, Result<ControlRequest, ControlError>)? {
         var buffer = bytes
