@@ -218,7 +218,7 @@ struct UtteranceLedger {
             return "it has aligned \(characters) characters, more than the \(pushedCharacters) sent"
         }
         // Each character starts on a frame of its own: more of them than the message has frames
-        // is a claim no audio can carry (the whole text "spoken" in 0.08 ms).
+        // is a claim no audio can carry (the whole text "spoken" in a couple of frames).
         let inMessage = characters - alignedCharacters
         guard inMessage <= max(frames, 1) else {
             return "\(inMessage) characters are aligned to a message of \(frames) frames of audio"
