@@ -269,7 +269,7 @@ let package = Package(
         ),
         .target(
             name: "JackTestSupport",
-            dependencies: ["CJack", "SluiceRT"],
+            dependencies: ["CJack", "SluiceRT", "SluiceJACK"],
             path: "Tests/Support/JackTestSupport"
         ),
         .target(

@@ -42,17 +42,12 @@ public final class JackClient: @unchecked Sendable {
         return String(cString: version).contains("PipeWire")
     }()
 
-    /// Opens a client named `name` on `server`. Never starts a server.
+    /// Opens a client named `name` on `server`. Never starts a server; gives up with an error
+    /// when the server does not answer within ``JackDeadline/openTimeout``.
     public init(name: String, server: String?) throws(JackError) {
         JackLibraryMessages.install()
-        var status = jack_status_t(rawValue: 0)
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue)
-        guard let handle = sluice_jack_client_open(name, options, &status, server) else {
-            if status.rawValue & JackServerFailed.rawValue != 0 || status.rawValue & JackServerError.rawValue != 0 {
-                throw .noServer(server)
-            }
-            throw JackError("JACK refused a client named '\(name)' (status 0x\(String(status.rawValue, radix: 16)))")
-        }
+        let handle = try JackDeadline.openClient(named: name, options: options, server: server)
         self.handle = handle
         self.server = server
         self.name = String(cString: jack_get_client_name(handle))
@@ -70,11 +65,18 @@ public final class JackClient: @unchecked Sendable {
     /// Frames per process callback now (it may change while running).
     public var bufferSize: Int { Int(jack_get_buffer_size(handle)) }
 
-    /// Closes the client (deactivating it first). Safe to call more than once.
+    /// Closes the client (deactivating it first), waiting at most
+    /// ``JackDeadline/closeTimeout`` for the server. Safe to call more than once.
     public func close() {
         guard !closed else { return }
         closed = true
-        jack_client_close(handle)
+        JackDeadline.close(handle, server: server)
+    }
+
+    /// Marks the client closed without asking the server: for a server that stopped
+    /// answering, where closing would wait for ever.
+    func abandon() {
+        closed = true
     }
 
     /// Port names matching a regular expression (nil: all) with all of `flags`.
@@ -89,6 +91,14 @@ public final class JackClient: @unchecked Sendable {
         }
         return names
     }
+}
+
+/// A client handle moved to a thread that makes one call with it.
+struct JackClientHandle: @unchecked Sendable {
+    // SAFETY: the owner keeps the client open while the call runs, and uses it no more if
+    // the call is abandoned.
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }
 
 /// The environment without Foundation.

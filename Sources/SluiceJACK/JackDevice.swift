@@ -288,8 +288,22 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         engine?.renderState.store(RenderState.silent, ordering: .releasing)
         if activated, let client {
             letTheCycleFinish(client)
-            jack_deactivate(client.handle)
             activated = false
+            let handle = JackClientHandle(client.handle)
+            let deactivated = JackDeadline.run(within: JackDeadline.closeTimeout) {
+                // SAFETY: the client stays open until this returns or is abandoned below.
+                jack_deactivate(handle.pointer) == 0
+            } abandoned: { _ in }
+            if deactivated == nil {
+                // A wedged server may still call the process callback: the engine and the
+                // client it reads stay alive for the rest of the process, and the close,
+                // which would wait on the same server, is not tried.
+                JackLibraryMessages.sluiceLogger.warning(
+                    "JACK server '\(JackDeadline.serverName(client.server))' did not deactivate client '\(client.name)' within \(JackDeadline.seconds(JackDeadline.closeTimeout)); leaving it")
+                if let engine { _ = Unmanaged.passRetained(engine) }
+                _ = Unmanaged.passRetained(client)
+                client.abandon()
+            }
         }
         client?.close()
         client = nil

@@ -38,20 +38,25 @@ import Testing
     /// too few for a whole test run on a fresh machine: a CI run had xruns in all three
     /// attempts of the speech chain's comparison.
     ///
-    /// Under PipeWire's JACK layer (an external server, scripts/test-pipewire) a late cycle is
-    /// not reported to JACK clients as an xrun, and a new link may carry audio only from the
-    /// next cycle, so there any differing attempt is run again, up to five times: a real
-    /// difference still fails every attempt.
+    /// Under PipeWire's JACK layer (scripts/test-pipewire) a late cycle is no xrun: PipeWire
+    /// (0.3.65) logs that the graph had not finished, and tells no JACK client. There the
+    /// server's log is read, and late cycles count as xruns do (`JackTestServer.lateCycles`).
     static let attempts = 5
 
-    /// Whether a failed attempt may be run again.
-    static func mayRetry(after attempt: Int, xruns: Int, on server: JackTestServer) -> Bool {
-        attempt < attempts && (xruns > 0 || server.isExternal)
+    /// Whether a failed attempt may be run again: only when something outside the graph
+    /// spoiled it — xruns the clients saw, or cycles PipeWire logged as late — and never
+    /// silently (each retry is reported on standard error, with its cause).
+    static func mayRetry(after attempt: Int, xruns: Int, lateCycles: Int, test: String = #function) -> Bool {
+        guard attempt < attempts, xruns + lateCycles > 0 else { return false }
+        let message = "retrying \(test): attempt \(attempt) was spoiled by \(xruns) xruns and \(lateCycles) late cycles\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        return true
     }
 
     @Test func whatJackPlaysIsWhatTheGraphRenders() throws {
         let server = try JackTestServer.shared()
         for attempt in 1...Self.attempts {
+            let lateBefore = server.lateCycles
             let client = "sluice-\(UUID().uuidString.prefix(8))"
             // Offline reference, at the server's rate.
             let offlineGraph = try GraphCompiler(registry: registry(server: server.name), options: .init(sinkRate: server.sampleRate))
@@ -79,10 +84,10 @@ import Testing
             let expected = Array(reference[firstReferenceSound...])
             let difference = firstDifference(Array(recorded.prefix(expected.count)), expected)
             let xruns = try sinkNode(liveGraph).xruns + recorder.xruns
-            if difference != nil && Self.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
+            if difference != nil && Self.mayRetry(after: attempt, xruns: xruns, lateCycles: server.lateCycles - lateBefore) { continue }
             #expect(report.underruns == 0)
             #expect(recorded.count >= expected.count - 2, "recorded \(recorded.count) samples of \(expected.count)")
-            #expect(difference == nil, "with \(xruns) xruns")
+            #expect(difference == nil, "with \(xruns) xruns, \(server.lateCycles - lateBefore) late cycles")
             return
         }
     }
@@ -99,6 +104,7 @@ extension JackSinkTests {
     @Test func aStallingSourceUnderrunsOnceWithFades() throws {
         let server = try JackTestServer.shared()
         for attempt in 1...Self.attempts {
+            let lateBefore = server.lateCycles
             let client = "stall-\(UUID().uuidString.prefix(8))"
             let recorder = try JackRecorder(server: server.name, clientName: "\(client)-rec", channels: 1, capacityFrames: 4 * server.sampleRate)
             try recorder.start()
@@ -126,7 +132,7 @@ extension JackSinkTests {
             let steepest = zip(played, played.dropFirst()).map { abs($1 - $0) }.max() ?? 0
             let xruns = try sinkNode(graph).xruns + recorder.xruns
             let passed = report.underruns == 1 && longestGap > 4_800 && steepest <= toneStep * 1.2
-            if !passed && Self.mayRetry(after: attempt, xruns: xruns, on: server) { continue }
+            if !passed && Self.mayRetry(after: attempt, xruns: xruns, lateCycles: server.lateCycles - lateBefore) { continue }
             #expect(report.underruns == 1)
             #expect(longestGap > 4_800, "the stall left a gap of \(longestGap) frames")
             #expect(steepest <= toneStep * 1.2, "a step of \(steepest) against the tone's \(toneStep), \(xruns) xruns")

@@ -31,13 +31,8 @@ public enum JackQuery {
         server: String, named clientName: String = "sluice-query",
         _ body: (OpaquePointer) throws(JackTestError) -> Result
     ) throws(JackTestError) -> Result {
-        var status = jack_status_t(rawValue: 0)
-        guard let client = sluice_jack_client_open(clientName, JackNoStartServer, &status, server) else {
-            throw JackTestError(
-                "could not open a client on JACK server '\(server)' "
-                    + "(status 0x\(String(status.rawValue, radix: 16))); is it running?")
-        }
-        defer { jack_client_close(client) }
+        let client = try BoundedClients.open(clientName, server: server)
+        defer { BoundedClients.close(client, server: server) }
         return try body(client)
     }
 

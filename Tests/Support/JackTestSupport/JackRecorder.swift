@@ -57,12 +57,7 @@ public final class JackRecorder: @unchecked Sendable {
     ) throws(JackTestError) {
         precondition(channels >= 1, "a recorder needs at least one channel")
         precondition(capacityFrames >= 1, "a recorder needs room for at least one frame")
-        var status = jack_status_t(rawValue: 0)
-        guard let client = sluice_jack_client_open(clientName, JackNoStartServer, &status, server) else {
-            throw JackTestError(
-                "could not open recorder client '\(clientName)' on JACK server '\(server)' "
-                    + "(status 0x\(String(status.rawValue, radix: 16)))")
-        }
+        let client = try BoundedClients.open(clientName, server: server)
         self.client = client
         self.server = server
         self.clientName = String(cString: jack_get_client_name(client))
@@ -89,7 +84,7 @@ public final class JackRecorder: @unchecked Sendable {
                 let port = jack_port_register(
                     client, "in_\(channel + 1)", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsInput.rawValue), 0)
             else {
-                jack_client_close(client)
+                BoundedClients.close(client, server: server)
                 throw JackTestError("could not register port in_\(channel + 1) on '\(self.clientName)'")
             }
             // SAFETY: `ports` holds `channels` initialised slots; nothing reads them before
@@ -162,8 +157,9 @@ public final class JackRecorder: @unchecked Sendable {
         let thread: pthread_t? = lifecycle.withLock { state in
             guard !state.closed else { return nil }
             state.closed = true
-            if state.active { jack_deactivate(client) }
-            jack_client_close(client)
+            // Closing deactivates first. A server that does not answer in time may still call
+            // the process callback: its state then lives as long as the process.
+            if !BoundedClients.close(client, server: server) { _ = Unmanaged.passRetained(realtime) }
             defer { state.drainThread = nil }
             return state.drainThread
         }
