@@ -5,7 +5,8 @@
 //   Sources/   library modules, one responsibility each, plus the `sluice` tool
 //   Plugins/   Sluice's own dynamic plugins (NOT SwiftPM package plugins);
 //              every target there names its `path:` explicitly
-//   Tests/     mirrors Sources; Tests/Support holds test-only helpers
+//   Tests/     mirrors Sources; Tests/Support holds test-only helpers; Tests/Fixtures is a
+//              package of its own: the plugins only the tests load (not products here)
 //   Benchmarks/ and Fuzz/ are packages of their own (the benchmark harness, the fuzz
 //              targets), so the default `swift build` builds neither
 //   linker/    what release links are given: the real-time code's layout
@@ -119,18 +120,6 @@ let package = Package(
         .library(name: "sluice-elevenlabs", type: .dynamic, targets: ["SluiceElevenLabs"]),
         .library(name: "sluice-openai", type: .dynamic, targets: ["SluiceOpenAI"]),
         .library(name: "sluice-http-pcm", type: .dynamic, targets: ["SluiceHTTPPCM"]),
-        // Test-only plugins, loaded by path in Tests/SluicePluginsTests (not named
-        // `libsluice-*`, so `sluice` never discovers them).
-        .library(name: "test-plugin-wrong-abi", type: .dynamic, targets: ["TestPluginWrongABI"]),
-        .library(name: "test-plugin-no-entry", type: .dynamic, targets: ["TestPluginNoEntry"]),
-        .library(name: "test-plugin-swift", type: .dynamic, targets: ["TestPluginSwift"]),
-        .library(name: "test-plugin-events", type: .dynamic, targets: ["TestPluginEvents"]),
-        .library(name: "test-plugin-abi-v1", type: .dynamic, targets: ["TestPluginABIv1"]),
-        // Test helpers the benchmark package (Benchmarks/, scripts/bench) builds on: not API.
-        .library(name: "SluiceTestSupport", targets: ["SluiceTestSupport"]),
-        .library(name: "HTTPTestSupport", targets: ["HTTPTestSupport"]),
-        .library(name: "WebSocketTestSupport", targets: ["WebSocketTestSupport"]),
-        .executable(name: "jack-impulse-probe", targets: ["jack-impulse-probe"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -288,21 +277,6 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             path: "Tests/Support/WebSocketTestSupport"
-        ),
-        .target(
-            name: "TestPluginWrongABI", dependencies: ["SluicePluginABI"], path: "Tests/Plugins/wrong-abi",
-            publicHeadersPath: "."
-        ),
-        .target(name: "TestPluginNoEntry", path: "Tests/Plugins/no-entry", publicHeadersPath: "."),
-        swiftPlugin("TestPluginSwift", path: "Tests/Plugins/swift-test"),
-        .target(
-            name: "TestPluginEvents", dependencies: ["SluicePluginABI"], path: "Tests/Plugins/events",
-            publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])]
-        ),
-        // Built against ABI version 1's headers, kept in its folder (not SluicePluginABI's).
-        .target(
-            name: "TestPluginABIv1", path: "Tests/Plugins/abi-v1", publicHeadersPath: ".",
-            cSettings: [.unsafeFlags(["-fvisibility=hidden"])], linkerSettings: [.linkedLibrary("pthread")]
         ),
 
         // MARK: Tests (mirror Sources)

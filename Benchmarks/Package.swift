@@ -2,7 +2,9 @@
 // The benchmark harness (scripts/bench, docs/benchmarks.md): a package of its own, so the main
 // package's `swift build` never builds it. It depends on the main package by path; scripts/bench
 // builds the tool, the plugins and jack-impulse-probe through this package too, so every
-// program a suite runs lands in one folder, beside the harness, in release mode.
+// program a suite runs lands in one folder, beside the harness, in release mode. The test
+// helpers it shares with the tests are not products of the main package (users see only what
+// they can use): it builds them itself, from the sources TestSupport/ links to.
 import Foundation
 import PackageDescription
 
@@ -13,6 +15,8 @@ let package = Package(
     name: "SluiceBenchmarks",
     dependencies: [
         .package(path: ".."),
+        // WebSocketTestSupport's server (the same requirement as the main package's).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // The sizes suite composes the same text with Yams (libyaml) as the reference.
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
@@ -29,15 +33,37 @@ let package = Package(
                 .product(name: "SluiceJACK", package: sluice),
                 .product(name: "SluiceConfig", package: sluice),
                 .product(name: "SluicePlugins", package: sluice),
-                .product(name: "SluiceTestSupport", package: sluice),
-                .product(name: "HTTPTestSupport", package: sluice),
-                .product(name: "WebSocketTestSupport", package: sluice),
+                "SluiceTestSupport", "HTTPTestSupport", "WebSocketTestSupport",
                 .product(name: "Yams", package: "Yams"),
             ],
             path: "SluiceBenchmarks",
             // The render suite writes its reference file with libsndfile itself; SluiceNodes
             // opens the library on use and does not link it.
             linkerSettings: [.linkedLibrary("sndfile")]
+        ),
+        // The tests' helpers (Tests/Support, through TestSupport/'s links).
+        .target(name: "CAllocationCounter", path: "TestSupport/CAllocationCounter"),
+        .target(
+            name: "SluiceTestSupport",
+            dependencies: ["CAllocationCounter", .product(name: "SluiceGraph", package: sluice)],
+            path: "TestSupport/SluiceTestSupport"
+        ),
+        .target(name: "HTTPTestSupport", path: "TestSupport/HTTPTestSupport"),
+        .target(
+            name: "WebSocketTestSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "TestSupport/WebSocketTestSupport"
+        ),
+        // Two C clients that time impulses: the delay a chain adds.
+        .executableTarget(
+            name: "jack-impulse-probe",
+            path: "TestSupport/JackImpulseProbe",
+            linkerSettings: [.linkedLibrary("jack"), .linkedLibrary("m")]
         ),
         // What the C reference clients share: their callback clock and stats line.
         .target(name: "CallbackStats", path: "CallbackStats"),

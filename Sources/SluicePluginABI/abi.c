@@ -11,7 +11,7 @@ _Static_assert(offsetof(sluice_process_t, frames) == 8, "sluice_process_t layout
 // Version 1's structs are the part before `size` (common.h, "Growing the ABI"): the host reads
 // a version-1 plugin's struct up to these offsets, which are version 1's sizes (LP64; the
 // node descriptor's `size` sits in what was version 1's tail padding). SluicePluginABITests
-// compiles the version-1 headers kept in Tests/Plugins/abi-v1 and checks them field by field.
+// compiles the version-1 headers kept in Tests/Fixtures/Plugins/abi-v1 and checks them field by field.
 _Static_assert(offsetof(sluice_param_descriptor_t, size) == 96, "version 1's sluice_param_descriptor_t was 96 bytes");
 _Static_assert(offsetof(sluice_node_descriptor_t, size) == 68, "version 1's sluice_node_descriptor_t ended at 68");
 _Static_assert(offsetof(sluice_process_t, size) == 40, "version 1's sluice_process_t was 40 bytes");

@@ -202,7 +202,7 @@ struct PluginsCommandTests {
         // A plugin that appears on SLUICE_PLUGIN_PATH is opened once, then known.
         let extra = TemporaryFolder()
         let test = extra.file("libsluice-test.so").path
-        try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path, toPath: test)
+        try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: test)
         (names, _) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache, pluginPath: extra.url.path)
         #expect(names == shipped.union(["libsluice-test.so"]))
         (names, _) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache, pluginPath: extra.url.path)
@@ -210,7 +210,7 @@ struct PluginsCommandTests {
         // Replaced by another build (a new inode, size and time): opened again.
         try FileManager.default.removeItem(atPath: test)
         try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libsluice-ducker.so").path, toPath: extra.file("libsluice-other.so").path)
-        try FileManager.default.copyItem(atPath: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path, toPath: test)
+        try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: test)
         (names, outcome) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache, pluginPath: extra.url.path)
         #expect(names.contains("libsluice-test.so"))
         // …and the copy of the ducker clashes with the shipped one, opened or known.

@@ -126,7 +126,7 @@ import Testing
         }
     }
 
-    /// Version 1's structs, field by field (Tests/Plugins/abi-v1/sluice-v1 keeps its headers).
+    /// Version 1's structs, field by field (Tests/Fixtures/Plugins/abi-v1/sluice-v1 keeps its headers).
     static let versionOneFields: [(type: String, fields: [String], grew: Bool)] = [
         ("sluice_param_descriptor_t", [
             "name", "type", "minimum", "maximum", "choices", "choice_count", "required", "has_default", "default_value",
@@ -178,7 +178,7 @@ import Testing
             "#include <stdio.h>\n#include <stddef.h>\n#include \"\(header)\"\nint main(void) {\n\(lines)    return 0;\n}\n"
         }
         let versionOne = try Self.runC(
-            program("sluice-v1/sluice.h"), include: Self.packageRoot.appendingPathComponent("Tests/Plugins/abi-v1").path,
+            program("sluice-v1/sluice.h"), include: Self.packageRoot.appendingPathComponent("Tests/Fixtures/Plugins/abi-v1").path,
             in: folder, name: "v1")
         let versionTwo = try Self.runC(program("sluice/sluice.h"), include: Self.includeFolder.path, in: folder, name: "v2")
         #expect(!versionOne.isEmpty)
@@ -217,7 +217,7 @@ import Testing
                 .split(separator: "\n").filter { line in
                     !Self.versionOneFields.filter(\.grew).contains { line.contains("offsetof(\($0.type), size)") }
                 }.joined(separator: "\n"),
-            include: Self.packageRoot.appendingPathComponent("Tests/Plugins/abi-v1").path, in: folder, name: "v1sizes")
+            include: Self.packageRoot.appendingPathComponent("Tests/Fixtures/Plugins/abi-v1").path, in: folder, name: "v1sizes")
         for line in unchangedSizes.split(separator: "\n") {
             #expect(sizes.split(separator: "\n").contains(line), "\(line): the same size in both versions")
         }

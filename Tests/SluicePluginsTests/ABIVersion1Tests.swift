@@ -6,7 +6,7 @@ import SluiceTestKit
 import SluiceTestSupport
 import Testing
 
-/// A plugin built against ABI version 1 (Tests/Plugins/abi-v1, compiled with version 1's
+/// A plugin built against ABI version 1 (Tests/Fixtures/Plugins/abi-v1, compiled with version 1's
 /// headers kept beside it) still loads and runs: the host reads its structs as the part before
 /// version 2's `size` and gives it no events (docs/plugins.md).
 @Suite struct ABIVersion1Tests {

@@ -8,7 +8,7 @@ import SluiceTestSupport
 import Testing
 
 /// Parameter changes and markers reaching a C plugin's `process` as events (events.h): the
-/// test plugin `test-events` (Tests/Plugins/events) records each event and call, and these
+/// test plugin `test-events` (Tests/Fixtures/Plugins/events) records each event and call, and these
 /// tests drive it through the engine's own slot (NodeTestBench) and a live run's controls.
 /// Each test writes to its own log of the plugin, so they may run at once.
 @Suite struct PluginEventsTests {

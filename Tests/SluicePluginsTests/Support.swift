@@ -7,23 +7,24 @@ import SluicePlugins
 import SluiceTestSupport
 import Testing
 
-/// The plugins `swift build` put beside the test bundle, and graphs compiled with them.
+/// The plugins `swift build` put beside the test bundle, the test-only ones of Tests/Fixtures
+/// (`TestFixtures`), and graphs compiled with them.
 enum Plugins {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// A built plugin (or test library) by file name, e.g. `libsluice-ducker.so`.
+    /// A built plugin by file name, e.g. `libsluice-ducker.so`.
     static func built(_ name: String) -> String {
         CommandRunner.productsFolder.appendingPathComponent(name).path
     }
 
     static var ducker: String { built("libsluice-ducker.so") }
     static var espeak: String { built("libsluice-espeak.so") }
-    static var swiftTest: String { built("libtest-plugin-swift.so") }
-    static var wrongABI: String { built("libtest-plugin-wrong-abi.so") }
-    static var noEntry: String { built("libtest-plugin-no-entry.so") }
-    static var events: String { built("libtest-plugin-events.so") }
-    static var abiVersion1: String { built("libtest-plugin-abi-v1.so") }
+    static var swiftTest: String { TestFixtures.plugin("test-plugin-swift") }
+    static var wrongABI: String { TestFixtures.plugin("test-plugin-wrong-abi") }
+    static var noEntry: String { TestFixtures.plugin("test-plugin-no-entry") }
+    static var events: String { TestFixtures.plugin("test-plugin-events") }
+    static var abiVersion1: String { TestFixtures.plugin("test-plugin-abi-v1") }
 
     /// A processor of `type` from the plugin at `path`, created with `parameters` and every
     /// default the graph compiler would add.
@@ -78,7 +79,7 @@ func pluginError(_ body: () throws -> Void) -> PluginError? {
     }
 }
 
-/// What `test-events` (Tests/Plugins/events) recorded, read through the function it exports.
+/// What `test-events` (Tests/Fixtures/Plugins/events) recorded, read through the function it exports.
 enum EventLog {
     /// One record: see event_recorder.c.
     struct Record: Hashable, CustomStringConvertible {

@@ -7,7 +7,7 @@ import SluiceTestSupport
 import Synchronization
 import Testing
 
-/// The test plugin written in Swift with SluicePluginKit (Tests/Plugins/swift-test), loaded
+/// The test plugin written in Swift with SluicePluginKit (Tests/Fixtures/Plugins/swift-test), loaded
 /// through the loader and run in graphs.
 @Suite struct SwiftKitPluginTests {
     static func library() throws -> PluginLibrary { try PluginLibrary.load(path: Plugins.swiftTest) }

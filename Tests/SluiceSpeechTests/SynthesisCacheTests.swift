@@ -461,7 +461,7 @@ func key(_ text: String) -> CacheKey { CacheKey(provider: "espeak", model: "", v
     func overLimitUtterance() throws {
         try withTemporaryFolder { folder in
             let cache = try SynthesisCache(directory: folder)
-            let library = try PluginLibrary.load(path: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path)
+            let library = try PluginLibrary.load(path: TestFixtures.plugin("test-plugin-swift"))
             var registry = BuiltinNodes.registry()
             try PluginCatalog.register([library], into: &registry)
             let graph = try GraphCompiler(registry: registry).compile(GraphFile.parse("""

@@ -16,7 +16,7 @@ import Testing
     static func graph(_ voice: String) throws -> (TemporaryFolder, String) {
         let folder = TemporaryFolder()
         try FileManager.default.copyItem(
-            atPath: CommandRunner.productsFolder.appendingPathComponent("libtest-plugin-swift.so").path,
+            atPath: TestFixtures.plugin("test-plugin-swift"),
             toPath: folder.path("libsluice-test.so"))
         let path = try folder.write("""
             name: feeding
