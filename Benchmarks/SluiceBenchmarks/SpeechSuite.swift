@@ -51,8 +51,8 @@ enum SpeechSuite {
     /// Playback strategies, one figure each: the standard graph's own, then `stream`.
     static let strategies = ["auto", "stream"]
     /// Seconds between the client's activation and the first token; SLUICE_BENCH_SPEECH_SETTLE
-    /// changes it (`auto` measures the provider's rate from the start of the run, so this idle
-    /// time weighs on its watermark: docs/benchmarks.md).
+    /// changes it (a run that starts speaking later than a user's would, to see whether idle
+    /// time before the first text changes the watermark `auto` chooses).
     static let settleSeconds: Double = {
         let variable = ProcessInfo.processInfo.environment["SLUICE_BENCH_SPEECH_SETTLE"]
         return variable.flatMap(Double.init) ?? 0.5
