@@ -13,7 +13,7 @@ public struct JackError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// No server answered.
     static func noServer(_ server: String?) -> JackError {
-        let name = server ?? ProcessInfoLite.environment("JACK_DEFAULT_SERVER") ?? "default"
+        let name = JackDeadline.serverName(server)
         return JackError(
             "no JACK server named '\(name)' is running. Start one: `jackd -d alsa` for a sound card, "
                 + "`jackd --no-realtime -d dummy -r 48000 -p 256 &` for a test server (add `-n \(name)` for a named one), "
@@ -52,7 +52,7 @@ public final class JackClient: @unchecked Sendable {
         self.server = server
         self.name = String(cString: jack_get_client_name(handle))
         JackLibraryMessages.sluiceLogger.debug(
-            "client '\(self.name)' opened on server '\(server ?? ProcessInfoLite.environment("JACK_DEFAULT_SERVER") ?? "default")': \(jack_get_sample_rate(handle)) Hz, \(jack_get_buffer_size(handle)) frames a period")
+            "client '\(self.name)' opened on server '\(JackDeadline.serverName(server))': \(jack_get_sample_rate(handle)) Hz, \(jack_get_buffer_size(handle)) frames a period")
     }
 
     deinit {

@@ -67,6 +67,18 @@ public enum JackDeadline {
         return true
     }
 
+    /// Deactivates `client`, waiting at most `timeout`. False when the call did not return in
+    /// time (whatever it returns, a server gone included, counts as an answer): it is left to
+    /// the abandoned thread, and a wedged server may still call the client's process callback.
+    public static func deactivate(_ client: OpaquePointer, within timeout: Duration = closeTimeout) -> Bool {
+        let handle = JackClientHandle(client)
+        return run(within: timeout) { () -> Bool in
+            // SAFETY: the caller keeps the client open until this returns, or uses it no more.
+            _ = jack_deactivate(handle.pointer)
+            return true
+        } abandoned: { _ in } != nil
+    }
+
     /// Runs `body` on a new thread and waits for it at most `timeout`: its result, or nil when
     /// the time ran out. `abandoned` gets the result of a call that finishes after that.
     public static func run<Value: Sendable>(

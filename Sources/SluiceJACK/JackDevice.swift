@@ -289,12 +289,7 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
         if activated, let client {
             letTheCycleFinish(client)
             activated = false
-            let handle = JackClientHandle(client.handle)
-            let deactivated = JackDeadline.run(within: JackDeadline.closeTimeout) {
-                // SAFETY: the client stays open until this returns or is abandoned below.
-                jack_deactivate(handle.pointer) == 0
-            } abandoned: { _ in }
-            if deactivated == nil {
+            if !JackDeadline.deactivate(client.handle) {
                 // A wedged server may still call the process callback: the engine and the
                 // client it reads stay alive for the rest of the process, and the close,
                 // which would wait on the same server, is not tried.
