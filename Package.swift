@@ -146,6 +146,8 @@ let package = Package(
         systemLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
         systemLibrary("CEspeak", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CLiblo", pkgConfig: "liblo", apt: "liblo-dev"),
+        // The LADSPA header only: each plugin library is opened with dlopen.
+        .systemLibrary(name: "CLadspa", providers: [.apt(["ladspa-sdk"])]),
 
         // MARK: Library modules
         .target(name: "SluiceRT", swiftSettings: realtimeModuleSettings),
@@ -167,8 +169,13 @@ let package = Package(
             dependencies: ["SluiceAudio", "SluiceGraph", .product(name: "Yams", package: "Yams")]
         ),
         .target(name: "SluiceTestKit", dependencies: ["SluiceGraph", "SluiceAudio"]),
+        // LADSPA plugins as nodes (`ladspa`): libraries opened on first use, controls as live parameters.
+        .target(
+            name: "SluiceLADSPA", dependencies: ["SluiceGraph", "SluiceAudio", "SluicePlugins", "CLadspa"],
+            swiftSettings: realtimeModuleSettings
+        ),
         // Every node type the host can run: built-ins, JACK endpoints, plugins on the search path.
-        .target(name: "SluiceHost", dependencies: ["SluiceGraph", "SluiceNodes", "SluiceJACK", "SluicePlugins"]),
+        .target(name: "SluiceHost", dependencies: ["SluiceGraph", "SluiceNodes", "SluiceJACK", "SluicePlugins", "SluiceLADSPA"]),
         // The streaming speech API over a graph: the controller, text chunking, the synthesis
         // cache (SHA-256 keys via swift-crypto, entries under the XDG cache folder).
         .target(
@@ -239,7 +246,7 @@ let package = Package(
             name: "sluice",
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK",
-                "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluiceSpeechd", "SluicePluginABI",
+                "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluiceSpeechd", "SluicePluginABI", "SluiceLADSPA",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -296,6 +303,13 @@ let package = Package(
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
         .testTarget(name: "SluiceTestKitTests", dependencies: ["SluiceTestKit", "SluiceGraph", "SluiceNodes", "SluiceAudio"]),
         .testTarget(name: "SluiceHostTests", dependencies: ["SluiceHost", "SluiceGraph", "SluiceTestSupport"]),
+        .testTarget(
+            name: "SluiceLADSPATests",
+            dependencies: [
+                "SluiceLADSPA", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceJACK", "CJack",
+                "SluiceTestSupport", "JackTestSupport",
+            ]
+        ),
         .testTarget(
             name: "SluiceSpeechTests",
             dependencies: [

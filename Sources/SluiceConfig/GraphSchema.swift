@@ -98,7 +98,8 @@ public enum GraphSchema {
             "type": "object",
             "properties": .object(properties),
             "required": .array(required.map(JSONValue.string)),
-            "additionalProperties": false,
+            // A hosting type's other keys are the plugin's parameters, checked by the compiler.
+            "additionalProperties": descriptor.hostsPlugins ? ["type": anyScalar] : false,
         ]
     }
 

@@ -1,5 +1,6 @@
 import SluiceGraph
 import SluiceJACK
+import SluiceLADSPA
 import SluiceNodes
 import SluicePlugins
 
@@ -17,13 +18,15 @@ public enum HostRegistry {
         public var description: String { problems.joined(separator: "\nerror: ") }
     }
 
-    /// The built-in node types and `jack.sink`/`jack.source` (on `server` when a graph
-    /// names none): every type but the plugins'. [control-thread]
+    /// The built-in node types, `jack.sink`/`jack.source` (on `server` when a graph names
+    /// none) and `ladspa`: every type but Sluice's plugins'. [control-thread]
     public static func builtin(server: String? = nil) -> NodeRegistry {
         var registry = BuiltinNodes.registry()
         // Distinct from the built-in names; a CLI test checks the whole listing.
         try! registry.register(JackSink.type(defaultServer: server))
         try! registry.register(JackSource.type(defaultServer: server))
+        // Opens nothing until a graph names it.
+        try! registry.register(LADSPANodeType.type())
         return registry
     }
 

@@ -76,7 +76,7 @@ public final class PluginLibrary: @unchecked Sendable {
     /// writable by group or others, except a folder with the sticky bit (such as /tmp), where
     /// nobody may replace another's file. Checks the path as given (its links' folders) and
     /// the file it resolves to.
-    static func checkPermissions(path: String, resolved: String) throws(PluginError) {
+    public static func checkPermissions(path: String, resolved: String) throws(PluginError) {
         let user = geteuid()
         for start in Set([path, resolved]) {
             var current = start

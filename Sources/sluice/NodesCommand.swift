@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SluiceGraph
 import SluiceHost
+import SluiceLADSPA
 import SluiceSpeechd
 
 struct NodesCommand: ParsableCommand, LoggingCommand {
@@ -13,6 +14,10 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             the install's plugin folder; `sluice plugins` shows it), each marked with the file it \
             comes from, as gst-inspect marks elements with their plugin. A plugin that does not \
             load is a warning here.
+
+            LADSPA plugins are hosted by the `ladspa` node type: `--ladspa` lists every one \
+            installed (LADSPA_PATH, then the system's folders), and `sluice nodes \
+            ladspa:<library>:<label>` shows one with its parameters, as a graph file gives them.
             """
     )
 
@@ -29,6 +34,9 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
     @Flag(name: .long, help: "Only the built-in node types, no plugins.")
     var builtin = false
 
+    @Flag(name: .long, help: "List the installed LADSPA plugins (library:label and what each is).")
+    var ladspa = false
+
     /// For the shell completions of `speak --provider` and `--voice`: one name a line.
     @Option(name: .long, help: ArgumentHelp("Print the names a completion offers: provider or voice.", visibility: .hidden))
     var complete: String?
@@ -44,15 +52,29 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             try Self.printCompletions(complete)
             return
         }
+        if ladspa {
+            Self.printLADSPAPlugins(json: json)
+            return
+        }
         let (registry, pluginFiles) = try Self.registry(builtinOnly: builtin)
         var selected = registry.all
-        if !types.isEmpty {
+        var hosted: [NodeType] = []
+        for name in types where name.hasPrefix("ladspa:") {
+            do throws(NodeCreationError) {
+                hosted.append(try LADSPACatalog.type(named: name))
+            } catch {
+                printError("error: \(error.message)" + (error.fix.map { "\n  fix: \($0)" } ?? ""))
+                throw ExitCode(1)
+            }
+        }
+        let types = types.filter { !$0.hasPrefix("ladspa:") }
+        if !types.isEmpty || !hosted.isEmpty {
             for name in types where registry.type(named: name) == nil {
                 let close = registry.suggestions(for: name)
                 printError("error: unknown node type '\(name)'" + (close.isEmpty ? "" : "; did you mean '\(close[0])'?"))
                 throw ExitCode(1)
             }
-            selected = selected.filter { types.contains($0.descriptor.typeName) }
+            selected = selected.filter { types.contains($0.descriptor.typeName) } + hosted
         }
         if markdown {
             print(NodeReference.markdown(of: selected.map(\.descriptor)), terminator: "")
@@ -87,6 +109,34 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             print(names.sorted().joined(separator: "\n"))
         default:
             throw ValidationError("--complete takes provider or voice, not '\(kind)'")
+        }
+    }
+
+    /// `--ladspa`: one line a plugin (`amp.so:amp_mono  Mono Amplifier (…)`), or JSON; the
+    /// libraries that did not open as warnings.
+    static func printLADSPAPlugins(json: Bool) {
+        let catalog = LADSPACatalog.installed()
+        for failure in catalog.failures { log.warning("a LADSPA library did not open: \(failure)") }
+        if json {
+            print(JSONValue.array(catalog.plugins.map { plugin in
+                .object([
+                    JSONValue.Member("reference", .string(LADSPACatalog.reference(of: plugin))),
+                    JSONValue.Member("library", .string(plugin.libraryPath)),
+                    JSONValue.Member("label", .string(plugin.label)),
+                    JSONValue.Member("name", .string(plugin.name)),
+                    JSONValue.Member("maker", .string(plugin.maker)),
+                    JSONValue.Member("id", .number(Double(plugin.uniqueID))),
+                    JSONValue.Member("audio-inputs", .number(Double(plugin.audioInputs.count))),
+                    JSONValue.Member("audio-outputs", .number(Double(plugin.audioOutputs.count))),
+                    JSONValue.Member("parameters", .array(plugin.controls.map { .string($0.symbol) })),
+                ])
+            }).text)
+            return
+        }
+        let references = catalog.plugins.map(LADSPACatalog.reference(of:))
+        let width = references.map(\.count).max() ?? 0
+        for (reference, plugin) in zip(references, catalog.plugins) {
+            print(reference.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + plugin.summary)
         }
     }
 

@@ -8,6 +8,7 @@ struct CheckCommandTests {
 
     /// What `check` says of each shipped graph: its nodes and links.
     static let shippedGraphs: [String: (nodes: Int, links: Int)] = [
+        "ladspa-echo.yaml": (4, 3),
         "live-gain.yaml": (3, 2),
         "mix.yaml": (7, 6),
         "morse.yaml": (3, 2),
@@ -16,6 +17,20 @@ struct CheckCommandTests {
         "speech-render.yaml": (6, 5),
         "tone.yaml": (3, 2),
     ]
+
+    @Test("check opens no LADSPA library for a graph without a `ladspa` node, and only the one a graph names")
+    func ladspaOpenedOnlyWhenUsed() throws {
+        // glibc's loader reports every library it opens.
+        let without = try CLI.sluice(["check", "graphs/morse.yaml"], environment: ["LD_DEBUG": "files"])
+        #expect(without.status == 0, "\(without.standardError)")
+        #expect(!without.standardError.contains("/ladspa/"), "\(without.standardError.split(separator: "\n").filter { $0.contains("ladspa") })")
+        let with = try CLI.sluice(["check", "graphs/ladspa-echo.yaml"], environment: ["LD_DEBUG": "files"])
+        #expect(with.status == 0, "\(with.standardError)")
+        let opened = Set(with.standardError.split(separator: "\n").compactMap { line in
+            line.firstMatch(of: /file=(\S*\/ladspa\/[^ \[]+)/).map { String($0.1) }
+        })
+        #expect(opened == ["/usr/lib/ladspa/delay.so"], "\(opened)")
+    }
 
     @Test("the graphs this test knows are all shipped")
     func shippedGraphsArePresent() {

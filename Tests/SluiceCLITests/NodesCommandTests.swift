@@ -41,6 +41,26 @@ struct NodesCommandTests {
 
     static let mixerParameters = ["inputs", "gains", "ramp"] + (1...16).map { "level\($0)" }
 
+    @Test("--ladspa lists the installed LADSPA plugins; ladspa:<library>:<label> shows one with its parameters")
+    func ladspaPlugins() throws {
+        let listing = try CLI.sluice(["nodes", "--ladspa"])
+        #expect(listing.status == 0, "\(listing.standardError)")
+        let lines = listing.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("amp.so:amp_mono ") && $0.contains("Mono Amplifier (LADSPA 1048, 1 in, 1 out") }, "\(lines.prefix(10))")
+        #expect(lines.contains { $0.hasPrefix("dj_eq_1901.so:dj_eq_mono ") }, "swh-plugins is a test package")
+
+        let one = try CLI.sluice(["nodes", "ladspa:delay.so:delay_5s"])
+        #expect(one.status == 0, "\(one.standardError)")
+        let entry = try #require(Self.entries(one.standardOutput).first)
+        #expect(entry.type == "ladspa" && entry.kind == "processor")
+        #expect(entry.parameters == ["library", "label", "delay-seconds", "dry-wet-balance"])
+        #expect(entry.text.contains("delay-seconds: number in 0…5, default 1, live"), "\(entry.text)")
+
+        let wrong = try CLI.sluice(["nodes", "ladspa:amp.so:amp_mno"])
+        #expect(wrong.status == 1)
+        #expect(wrong.standardError == "error: '/usr/lib/ladspa/amp.so' has no LADSPA plugin labelled 'amp_mno'\n  fix: its plugins: amp_mono, amp_stereo\n")
+    }
+
     @Test("lists every built-in type, with its kind and each parameter")
     func listsEverything() throws {
         let outcome = try CLI.sluice(["nodes"])
@@ -143,7 +163,7 @@ struct NodesCommandPluginTests {
         let outcome = try CLI.sluice(["nodes", "--builtin"])
         #expect(outcome.status == 0)
         let types = Set(NodesCommandTests.entries(outcome.standardOutput).map(\.type))
-        #expect(types == Set(NodesCommandTests.builtins.map(\.type) + ["jack.sink", "jack.source"]))
+        #expect(types == Set(NodesCommandTests.builtins.map(\.type) + ["jack.sink", "jack.source", "ladspa"]))
     }
 
     @Test("--json: every type with its kind, plugin file, ports and parameters (type, range, default, unit, live, summary)")

@@ -17,6 +17,7 @@ import Testing
     static let beyondBuiltins = [
         "speak.yaml": "the espeak plugin and jack.sink: EspeakProviderTests renders it with a null.sink",
         "live-gain.yaml": "jack.source: plays only live; LiveChainTests runs the same chain against a real server",
+        "ladspa-echo.yaml": "the ladspa node: SluiceCLITests renders it with `sluice render`, LADSPANodeTests renders the delay",
         "voices.yaml": "the espeak plugin and sinks sharing ports: LiveChainTests mixes sinks on a real server, EspeakProviderTests shares the engine",
     ]
 

@@ -95,7 +95,7 @@ public struct GraphCompiler {
                 continue
             }
             firstDeclared[declaration.name] = declaration
-            guard let type = registry.type(named: declaration.type) else {
+            guard let registered = registry.type(named: declaration.type) else {
                 let close = registry.suggestions(for: declaration.type)
                 let fix = close.isEmpty
                     ? "run `sluice nodes` to list the node types"
@@ -104,7 +104,9 @@ public struct GraphCompiler {
                             at: declaration.typeLocation ?? declaration.location, fix: fix)
                 continue
             }
-            guard let parameters = checkParameters(declaration, type.descriptor, &state) else { continue }
+            guard let type = resolveHostedPlugin(declaration, registered, &state),
+                let parameters = checkParameters(declaration, type.descriptor, &state)
+            else { continue }
             let instance: any Node
             do {
                 instance = try type.make(parameters)
@@ -130,6 +132,29 @@ public struct GraphCompiler {
                 instance: instance, inputPorts: Self.inputPorts(of: type.descriptor, parameters),
                 outputPorts: Self.outputPorts(of: type.descriptor, parameters)))
         }
+    }
+
+    /// For a type hosting another plugin format, the type of the plugin its picking
+    /// parameters name (checked first, alone); every other type as it is. Nil after an error.
+    private func resolveHostedPlugin(
+        _ declaration: NodeDeclaration, _ type: NodeType, _ state: inout CompileState
+    ) -> NodeType? {
+        guard let resolve = type.resolve else { return type }
+        let picking = Set(type.descriptor.parameters.map(\.name))
+        var pickingOnly = declaration
+        pickingOnly.parameters = declaration.parameters.filter { picking.contains($0.name) }
+        guard let values = checkParameters(pickingOnly, type.descriptor, &state) else { return nil }
+        do {
+            return try resolve(values)
+        } catch let error as NodeCreationError {
+            let location = error.parameter.flatMap { name in
+                declaration.parameters.first { $0.name == name }?.valueLocation
+            } ?? declaration.typeLocation ?? declaration.location
+            state.error("node '\(declaration.name)' (\(declaration.type)): \(error.message)", at: location, fix: error.fix)
+        } catch {
+            state.error("node '\(declaration.name)' (\(declaration.type)): \(error)", at: declaration.location)
+        }
+        return nil
     }
 
     private static func kindMatches(_ node: any Node, _ kind: NodeKind) -> Bool {

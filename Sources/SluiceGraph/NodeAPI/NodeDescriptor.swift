@@ -17,6 +17,9 @@ public struct NodeDescriptor: Sendable, Hashable {
     public var inputCountParameter: String?
     /// The same for variable outputs (`out1`, `out2`, …; the tee's `outputs`).
     public var outputCountParameter: String?
+    /// Whether the type hosts plugins of another format (`ladspa`, `lv2`): `parameters` are
+    /// those that pick the plugin, and the plugin's own come with it (`NodeType.resolve`).
+    public var hostsPlugins = false
 
     public init(
         typeName: String, kind: NodeKind, summary: String,

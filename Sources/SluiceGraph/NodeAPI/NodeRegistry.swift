@@ -4,10 +4,26 @@ public struct NodeType: Sendable {
     /// [control-thread] Creates a node. Throw `NodeCreationError` with a sentence a user can act on
     /// ("cannot open 'voice.wav': no such file"); the graph reports it at the node's line.
     public var make: @Sendable (NodeParameters) throws -> any Node
+    /// [control-thread] For a type that hosts another plugin format (`ladspa`, `lv2`): its
+    /// descriptor declares only the parameters that pick the plugin (a library and a label, a
+    /// URI); given their checked values, this returns the type of that one plugin, whose
+    /// descriptor adds the plugin's own parameters and ports (its `typeName` stays this
+    /// type's). Throw `NodeCreationError` naming the picking parameter at fault. Nil for every
+    /// other type.
+    public var resolve: (@Sendable (NodeParameters) throws -> NodeType)?
 
     public init(_ descriptor: NodeDescriptor, make: @escaping @Sendable (NodeParameters) throws -> any Node) {
         self.descriptor = descriptor
         self.make = make
+        self.resolve = nil
+    }
+
+    /// A type whose parameters beyond `descriptor`'s come from the plugin those pick
+    /// (`resolve`); `make` is never called on it, only on what `resolve` returns.
+    public init(hosting descriptor: NodeDescriptor, resolve: @escaping @Sendable (NodeParameters) throws -> NodeType) {
+        self.descriptor = descriptor
+        self.make = { _ in throw NodeCreationError("'\(descriptor.typeName)' needs its plugin picked first") }
+        self.resolve = resolve
     }
 }
 
