@@ -148,6 +148,7 @@ let package = Package(
         systemLibrary("CLiblo", pkgConfig: "liblo", apt: "liblo-dev"),
         // The LADSPA header only: each plugin library is opened with dlopen.
         .systemLibrary(name: "CLadspa", providers: [.apt(["ladspa-sdk"])]),
+        systemLibrary("CEbur128", pkgConfig: "libebur128", apt: "libebur128-dev"),
 
         // MARK: Library modules
         .target(name: "SluiceRT", swiftSettings: realtimeModuleSettings),
@@ -155,7 +156,7 @@ let package = Package(
         .target(name: "SluiceGraph", dependencies: ["SluiceRT", "SluiceAudio"], swiftSettings: realtimeModuleSettings),
         .target(
             name: "SluiceNodes",
-            dependencies: ["SluiceAudio", "SluiceGraph", "CSampleRate", "CSoxr", "CSpeexDSP", "CSndFile"],
+            dependencies: ["SluiceAudio", "SluiceGraph", "SluiceRT", "CSampleRate", "CSoxr", "CSpeexDSP", "CSndFile", "CEbur128"],
             // The built-in nodes run in the JACK cycle too.
             swiftSettings: realtimeModuleSettings
         ),

@@ -11,7 +11,10 @@ import Synchronization
 /// - `/sluice/node/<node>/<parameter> f|d|i|h` sets a live parameter;
 /// - `/sluice/speak s [s]` queues text (for the node named by the second string);
 ///   `/sluice/interrupt s [s]` speaks it instead of what plays; `/sluice/cancel` barges in;
-/// - `/sluice/status`, `/sluice/parameters`, `/sluice/pause`, `/sluice/resume`, `/sluice/quit`.
+/// - `/sluice/status`, `/sluice/parameters`, `/sluice/pause`, `/sluice/resume`, `/sluice/quit`;
+/// - `/sluice/subscribe [i port] [s all|events]` sends the graph's events to the sender for a
+///   minute (send it again to stay subscribed), `/sluice/unsubscribe [i port]` stops them
+///   (`OSCSubscriptions`).
 ///
 /// Each message is answered to its sender: `/sluice/reply s:command s:json-fields`, or
 /// `/sluice/error s:address s:code s:message`. A malformed datagram (not OSC, a bundle, an
@@ -38,6 +41,9 @@ public final class OSCServer: @unchecked Sendable {
     public let refused = Atomic<Int>(0)
     /// Datagrams dropped unanswered: without the shared secret.
     public let unauthenticated = Atomic<Int>(0)
+    /// The senders that asked for the graph's events (`/sluice/subscribe`): add it to the
+    /// graph's `EventStream`.
+    public let subscriptions: OSCSubscriptions
 
     /// - Parameter secret: required when `host` is not a loopback address (127.x.y.z):
     ///   every message must then carry it as its first argument.
@@ -86,6 +92,7 @@ public final class OSCServer: @unchecked Sendable {
         }
         self.port = Int(UInt16(bigEndian: boundAddress.sin_port))
         self.descriptor = descriptor
+        subscriptions = OSCSubscriptions(descriptor: descriptor)
         let thread = Thread { [self] in receiveLoop() }
         thread.name = "sluice-osc"
         thread.start()
@@ -124,6 +131,16 @@ public final class OSCServer: @unchecked Sendable {
                 continue
             }
             let reply: (path: String, arguments: [String])
+            if case .success(let request) = outcome, let answer = subscriptions.handle(request, from: sender) {
+                switch answer {
+                case .success(let fields):
+                    send(("/sluice/reply", [request.name, ControlJSON.encode(fields.mapValues { $0 as Any })]), to: &sender)
+                case .failure(let error):
+                    refused.add(1, ordering: .relaxed)
+                    send(("/sluice/error", [address, error.code, error.message]), to: &sender)
+                }
+                continue
+            }
             switch outcome.flatMap(handle) {
             case .success(let fields):
                 let name = (try? outcome.get().name) ?? ""
@@ -138,20 +155,47 @@ public final class OSCServer: @unchecked Sendable {
 
     /// Sends an OSC message of string arguments to `destination`.
     private func send(_ reply: (path: String, arguments: [String]), to destination: inout sockaddr_in) {
-        guard let message = lo_message_new() else { return }
+        OSCMessage.send(OSCMessage.serialise(reply.path, reply.arguments.map(OSCMessage.Argument.string)), from: descriptor, to: destination)
+    }
+}
+
+/// OSC messages built with liblo, sent on a UDP socket.
+enum OSCMessage {
+    enum Argument {
+        case string(String)
+        case float(Float)
+        case int64(Int64)
+    }
+
+    /// The message's bytes.
+    static func serialise(_ path: String, _ arguments: [Argument]) -> [UInt8] {
+        guard let message = lo_message_new() else { return [] }
         defer { lo_message_free(message) }
-        for argument in reply.arguments { lo_message_add_string(message, argument) }
-        let length = lo_message_length(message, reply.path)
+        for argument in arguments {
+            switch argument {
+            case .string(let text): lo_message_add_string(message, text)
+            case .float(let value): lo_message_add_float(message, value)
+            case .int64(let value): lo_message_add_int64(message, value)
+            }
+        }
+        let length = lo_message_length(message, path)
         var bytes = [UInt8](repeating: 0, count: length)
         var size = length
         // SAFETY: `bytes` holds `lo_message_length` bytes, what serialising needs.
-        _ = bytes.withUnsafeMutableBytes { lo_message_serialise(message, reply.path, $0.baseAddress, &size) }
-        // SAFETY: `destination` is the sender's sockaddr_in, as recvfrom filled it.
-        _ = withUnsafePointer(to: &destination) {
+        _ = bytes.withUnsafeMutableBytes { lo_message_serialise(message, path, $0.baseAddress, &size) }
+        return Array(bytes.prefix(size))
+    }
+
+    /// Sends `bytes` to `destination` without waiting: a full socket buffer drops the message.
+    @discardableResult
+    static func send(_ bytes: [UInt8], from descriptor: Int32, to destination: sockaddr_in) -> Bool {
+        var destination = destination
+        // SAFETY: `destination` is a complete sockaddr_in, passed with its own size.
+        return withUnsafePointer(to: &destination) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(descriptor, bytes, size, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                sendto(descriptor, bytes, bytes.count, Int32(MSG_DONTWAIT), $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
-        }
+        } == bytes.count
     }
 }
 

@@ -34,6 +34,17 @@ public final class ServedGraph: Sendable {
     private let devices: [any GraphDevice]
     private let quit: @Sendable () -> Void
     private let quitting = Atomic<Bool>(false)
+    /// The graph's meters, by node name, whose readings become `meter` events.
+    // SAFETY: `takeReadings` is called only from the run's control thread (`Watch.look`).
+    private nonisolated(unsafe) let meters: [(name: String, node: any MeteringNode)]
+    /// Changes replied to before their node ran them: their `parameter` event waits for the frame.
+    private let unacknowledged = PendingChanges()
+
+    /// Changes waiting for their frame, shared with the run's event observer.
+    final class PendingChanges: Sendable {
+        private let state = Mutex<[ParameterControl.Applied]>([])
+        func withLock<R>(_ body: (inout [ParameterControl.Applied]) -> R) -> R { state.withLock { body(&$0) } }
+    }
 
     /// - Parameters:
     ///   - extraStatus: fields `status` adds (the JACK device's client name).
@@ -54,6 +65,7 @@ public final class ServedGraph: Sendable {
             }
         }
         self.speakers = speakers
+        meters = graph.nodes.compactMap { node in (node.instance as? any MeteringNode).map { (node.name, $0) } }
         speakerDescriptors = descriptors
         devices = graph.devices
         speakerNames = speakers.keys.sorted()
@@ -69,7 +81,7 @@ public final class ServedGraph: Sendable {
     /// graphs have), and the events watchers are sent.
     private func followRun() {
         let speaker = speakerNames.count == 1 ? speakerNames[0] : nil
-        let watch = Watch(run: run, events: events, xruns: xruns)
+        let watch = Watch(run: run, events: events, xruns: xruns, meters: meters, unacknowledged: unacknowledged)
         run.eventObserver = { [spoken, events] event in
             if let speaker, event.kind == .marker, let marker = event.marker {
                 let text = spoken.withLock { $0[speaker]?.record(marker) }
@@ -95,20 +107,46 @@ public final class ServedGraph: Sendable {
         let run: LiveRun
         let events: EventStream
         let xruns: @Sendable () -> Int
+        let meters: [(name: String, node: any MeteringNode)]
+        let unacknowledged: PendingChanges
         var underruns = 0
         var xrunCount = 0
         var lastLevel = 0.0
 
-        init(run: LiveRun, events: EventStream, xruns: @escaping @Sendable () -> Int) {
+        init(
+            run: LiveRun, events: EventStream, xruns: @escaping @Sendable () -> Int,
+            meters: [(name: String, node: any MeteringNode)], unacknowledged: PendingChanges
+        ) {
             self.run = run
             self.events = events
             self.xruns = xruns
+            self.meters = meters
+            self.unacknowledged = unacknowledged
         }
 
         func look() {
             // Peaks are measured on the device thread only while a watcher wants levels.
             let levels = events.wantsLevels
             for playhead in run.playheads { playhead.meterPeaks(levels) }
+            // Meters post whether or not anyone watches: their readings are taken (and their
+            // queues emptied) always, and sent when someone wants levels.
+            for meter in meters {
+                for reading in meter.node.takeReadings() where levels {
+                    events.emit("meter", MeterEvent.fields(of: reading, node: meter.name))
+                }
+            }
+            let acknowledged = unacknowledged.withLock { pending -> [ParameterControl.Applied] in
+                var done: [ParameterControl.Applied] = []
+                pending.removeAll { change in
+                    guard let frame = run.parameters.appliedFrame(node: change.node, sequence: change.sequence) else { return false }
+                    var applied = change
+                    applied.frame = frame
+                    done.append(applied)
+                    return true
+                }
+                return done
+            }
+            for applied in acknowledged { events.emit("parameter", ServedGraph.fields(of: applied)) }
             guard !events.isEmpty else { return }
             let underruns = run.playheads.map(\.underruns).reduce(0, +)
             if underruns > self.underruns {
@@ -127,6 +165,13 @@ public final class ServedGraph: Sendable {
                 events.emit("level", ["peak": peak, "position": run.status.position])
             }
         }
+    }
+
+    /// A `parameter` event's fields.
+    static func fields(of applied: ParameterControl.Applied) -> [String: any Sendable] {
+        var fields: [String: any Sendable] = ["node": applied.node, "parameter": applied.parameter, "value": applied.value]
+        if let frame = applied.frame { fields["frame"] = frame }
+        return fields
     }
 
     /// True once a client asked to quit.
@@ -150,6 +195,13 @@ public final class ServedGraph: Sendable {
                 // The output frame of the node from which the new value holds; absent when the
                 // node ran no period within a second (it applies when it next runs).
                 if let frame = applied.frame { fields["frame"] = frame } else { fields["queued"] = true }
+                // Watchers hear of every change with the frame it took effect at: now, or once
+                // the node has run it.
+                if applied.frame != nil {
+                    events.emit("parameter", Self.fields(of: applied))
+                } else {
+                    unacknowledged.withLock { $0.append(applied) }
+                }
                 return .success(fields)
             } catch {
                 return .failure(ControlError(code: error.code, message: error.description))
@@ -208,6 +260,8 @@ public final class ServedGraph: Sendable {
             return .failure(ControlError(code: "no-such-port", message: refusals.joined(separator: "; ")))
         case .watch:
             return .failure(ControlError(code: "watch-needs-socket", message: "watch works on the control socket, not over OSC"))
+        case .subscribe, .unsubscribe:
+            return .failure(ControlError(code: "subscribe-needs-osc", message: "subscribe works over OSC; on the control socket, use watch"))
         case .quit:
             if !quitting.exchange(true, ordering: .acquiringAndReleasing) { quit() }
             return .success([:])

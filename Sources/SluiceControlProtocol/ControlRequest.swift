@@ -23,6 +23,11 @@ public enum ControlRequest: Sendable, Hashable {
     /// underruns, xruns, pauses, cancels; with `levels`, the output's peak level about ten
     /// times a second), one JSON object a line beside the replies.
     case watch(levels: Bool)
+    /// Over OSC only: send the graph's events to the sender (at `port` of its address when
+    /// given), levels and meters too unless `levels` is false; renewed by sending it again.
+    case subscribe(port: Int?, levels: Bool)
+    /// Over OSC only: stop sending events to the sender (at `port` when given).
+    case unsubscribe(port: Int?)
     /// Joins (or with `connected` false, parts) one of the graph's JACK ports and any other.
     case route(String, String, connected: Bool)
     /// Barge-in: fades out what plays within 5 ms, drops the text and audio still queued, and
@@ -48,6 +53,8 @@ public enum ControlRequest: Sendable, Hashable {
         case .configure: "configure"
         case .route(_, _, let connected): connected ? "connect" : "disconnect"
         case .watch: "watch"
+        case .subscribe: "subscribe"
+        case .unsubscribe: "unsubscribe"
         case .status: "status"
         case .parameters: "parameters"
         case .pause: "pause"

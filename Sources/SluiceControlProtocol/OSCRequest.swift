@@ -110,6 +110,32 @@ public enum OSCRequest {
         case "/sluice/connect", "/sluice/disconnect":
             guard types.count == 2, let first = string(0), let second = string(1) else { return wrongArguments("two port names (ss)") }
             return (address, .success(.route(first, second, connected: address == "/sluice/connect")))
+        case "/sluice/subscribe", "/sluice/unsubscribe":
+            // [port] [what]: the port (0 or none: the sender's own), then "all" or "events".
+            let usage = address == "/sluice/subscribe"
+                ? "optionally the port to send to (i or h; 0: the sender's), then optionally \"all\" or \"events\" (s)"
+                : "optionally the port events were sent to (i or h)"
+            var port: Int?
+            var levels = true
+            var index = 0
+            if index < types.count, types[index] == UInt8(ascii: "i") || types[index] == UInt8(ascii: "h") {
+                guard let value = number(index), value == value.rounded(), (0...65_535).contains(value) else {
+                    return (address, .failure(ControlError(code: "bad-value", message: "a port is 0…65535 (0: the sender's own)")))
+                }
+                port = value == 0 ? nil : Int(value)
+                index += 1
+            }
+            if address == "/sluice/subscribe", index < types.count, let what = string(index) {
+                switch what {
+                case "all": levels = true
+                case "events": levels = false
+                default:
+                    return (address, .failure(ControlError(code: "bad-value", message: "subscribe to \"all\" (levels and meters too) or \"events\", not '\(what)'")))
+                }
+                index += 1
+            }
+            guard index == types.count else { return wrongArguments(usage) }
+            return (address, .success(address == "/sluice/subscribe" ? .subscribe(port: port, levels: levels) : .unsubscribe(port: port)))
         case "/sluice/status", "/sluice/parameters", "/sluice/pause", "/sluice/resume", "/sluice/quit", "/sluice/cancel":
             guard types.isEmpty else { return wrongArguments("no arguments") }
             let requests: [String: ControlRequest] = [
@@ -121,7 +147,7 @@ public enum OSCRequest {
             let known = [
                 "/sluice/node/<node>/<parameter>", "/sluice/configure/<node>/<parameter>", "/sluice/speak",
                 "/sluice/interrupt", "/sluice/cancel", "/sluice/connect", "/sluice/disconnect",
-                "/sluice/status", "/sluice/parameters",
+                "/sluice/status", "/sluice/parameters", "/sluice/subscribe", "/sluice/unsubscribe",
                 "/sluice/pause", "/sluice/resume", "/sluice/quit",
             ]
             return (address, .failure(ControlError(

@@ -97,6 +97,7 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
             if let oscPort {
                 let secret = try oscSecretFile.map { file throws(ControlError) in try SecretFile.read(file) }
                 osc = try OSCServer(host: oscHost, port: oscPort, secret: secret) { served.handle($0, waitForPeriod: false) }
+                if let osc { served.events.add(osc.subscriptions) }
             }
             defer { osc?.stop() }
 

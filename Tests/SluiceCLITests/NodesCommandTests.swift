@@ -14,6 +14,7 @@ struct NodesCommandTests {
         ("resampler", "processor", ["quality", "rate"]),
         ("crossfader", "processor", ["duration"]),
         ("fader", "processor", ["length", "gain", "ramp"]),
+        ("meter", "processor", ["interval", "loudness", "true-peak"]),
         ("mixer", "processor", Self.mixerParameters),
         ("channel-map", "processor", ["channels", "routing"]),
         ("tee", "processor", ["outputs"]),

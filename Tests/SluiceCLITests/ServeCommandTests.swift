@@ -708,6 +708,102 @@ extension ServeCommandTests {
 }
 
 extension ServeCommandTests {
+    @Test("an OSC subscriber gets a meter's readings and each parameter change with its frame; unsubscribed, nothing; the 17th is refused")
+    func oscSubscription() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let graph = try folder.write(
+            """
+            name: serve-meter-\(getpid())
+            nodes:
+              tone:  { type: tone, frequency: 997, amplitude: 0.5, duration: 60 }
+              meter: { type: meter, interval: 0.1 }
+              level: { type: fader, length: 0, ramp: 0.01 }
+              out:   { type: jack.sink, connect: none }
+            links: [tone -> meter -> level -> out]
+            playback: { max-buffered: 0.5 }
+            """, to: "meter.yaml")
+        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name, extra: ["--osc-port", "0"])
+        let ready = try #require(served.readyLine(), "serve never said it was serving")
+        let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
+        let udp = try UDPClient(port: oscPort)
+        func reply(_ address: String, _ arguments: [OSCMessage.Argument] = []) throws -> (address: String, arguments: [String]) {
+            // Events may come first: the answer is the first reply or error.
+            try #require(udp.send(OSCMessage.encode(address, arguments)))
+            let deadline = Date().addingTimeInterval(5)
+            while Date() < deadline {
+                guard let datagram = udp.receive(timeout: 1), let decoded = OSCMessage.decodeStrings(datagram),
+                    decoded.address == "/sluice/reply" || decoded.address == "/sluice/error"
+                else { continue }
+                return decoded
+            }
+            throw CocoaError(.fileReadUnknown)
+        }
+
+        let bad = try reply("/sluice/subscribe", [.int32(0), .string("levels-please")])
+        #expect(bad.address == "/sluice/error" && bad.arguments.dropFirst().first == "bad-value", "\(bad)")
+        let subscribed = try reply("/sluice/subscribe")
+        #expect(subscribed.address == "/sluice/reply" && subscribed.arguments.first == "subscribe", "\(subscribed)")
+
+        // Readings every 0.1 s of the stream: a 997 Hz sine at amplitude 0.5 reads −6.02 dB
+        // peak, −9.03 dB RMS; the loudness is there.
+        var meters: [[OSCMessage.Argument]] = []
+        let deadline = Date().addingTimeInterval(10)
+        while meters.count < 5, Date() < deadline {
+            guard let datagram = udp.receive(timeout: 1), let message = OSCMessage.decode(datagram) else { continue }
+            if message.address == "/sluice/meter" { meters.append(message.arguments) }
+        }
+        try #require(meters.count >= 5, "\(meters.count) meter messages")
+        for arguments in meters {
+            guard arguments.count == 8, case .string(let node) = arguments[0], case .int64(let frame) = arguments[1],
+                case .float(let momentary) = arguments[2], case .float(let peak) = arguments[5], case .float(let rms) = arguments[6]
+            else {
+                Issue.record("not a meter message: \(arguments)")
+                continue
+            }
+            #expect(node == "meter" && frame > 0 && frame % 4_800 == 0, "\(arguments)")
+            #expect(abs(peak - -6.02) <= 0.05 && abs(rms - -9.03) <= 0.05, "peak \(peak), rms \(rms)")
+            #expect(momentary > -30 && momentary < 0, "momentary \(momentary)")
+        }
+
+        // A change sent over OSC is answered at once (no frame yet); its event follows with the frame.
+        let set = try reply("/sluice/node/level/gain", [.float(0.5)])
+        #expect(set.address == "/sluice/reply", "\(set)")
+        var parameterEvent: [String: Any]?
+        while parameterEvent == nil, Date() < deadline.addingTimeInterval(10) {
+            guard let datagram = udp.receive(timeout: 1), let message = OSCMessage.decode(datagram),
+                message.address == "/sluice/event", message.arguments.count == 2,
+                case .string("parameter") = message.arguments[0], case .string(let json) = message.arguments[1]
+            else { continue }
+            parameterEvent = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        }
+        #expect(parameterEvent?["node"] as? String == "level" && parameterEvent?["parameter"] as? String == "gain", "\(parameterEvent ?? [:])")
+        #expect((parameterEvent?["frame"] as? Int ?? 0) > 0, "\(parameterEvent ?? [:])")
+
+        // Sixteen senders at most.
+        var others: [UDPClient] = []
+        for _ in 0..<15 {
+            let other = try UDPClient(port: oscPort)
+            let answer = other.exchange(OSCMessage.encode("/sluice/subscribe", [.string("events")])).flatMap(OSCMessage.decodeStrings)
+            #expect(answer?.address == "/sluice/reply", "\(String(describing: answer))")
+            others.append(other)
+        }
+        let extra = try UDPClient(port: oscPort)
+        let refused = extra.exchange(OSCMessage.encode("/sluice/subscribe", [])).flatMap(OSCMessage.decodeStrings)
+        #expect(refused?.arguments.dropFirst().first == "too-many-subscribers", "\(String(describing: refused))")
+
+        let unsubscribed = try reply("/sluice/unsubscribe")
+        #expect(unsubscribed.address == "/sluice/reply" && unsubscribed.arguments.last?.contains("\"subscribed\":true") == true, "\(unsubscribed)")
+        usleep(300_000)
+        while udp.receive(timeout: 0.05) != nil {}
+        var late = 0
+        let quiet = Date().addingTimeInterval(1)
+        while Date() < quiet { if udp.receive(timeout: 0.2) != nil { late += 1 } }
+        #expect(late == 0, "\(late) messages after unsubscribing")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+    }
+
     /// `sluice serve` as another local user would attack it: its folder, its path, its name.
     @Test("serve refuses a socket folder another user owns or may write, replaces nothing but its own stale socket, and checks names")
     func localAccessIsTheUsersAlone() throws {
@@ -1061,14 +1157,26 @@ final class UDPClient {
 
     deinit { close(descriptor) }
 
-    func exchange(_ bytes: [UInt8]) -> [UInt8]? {
+    /// The next datagram that arrives within `timeout` seconds, or nil.
+    func receive(timeout: Double) -> [UInt8]? {
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(timeout * 1_000)) > 0 else { return nil }
+        var datagram = [UInt8](repeating: 0, count: 65_536)
+        let count = datagram.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? Array(datagram[0..<count]) : nil
+    }
+
+    func send(_ bytes: [UInt8]) -> Bool {
         // SAFETY: `destination` is a complete sockaddr_in.
-        let sent = withUnsafePointer(to: &destination) {
+        withUnsafePointer(to: &destination) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 sendto(descriptor, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
-        }
-        guard sent == bytes.count else { return nil }
+        } == bytes.count
+    }
+
+    func exchange(_ bytes: [UInt8]) -> [UInt8]? {
+        guard send(bytes) else { return nil }
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&poller, 1, 2_000) > 0 else { return nil }
         var reply = [UInt8](repeating: 0, count: 65_536)

@@ -37,6 +37,14 @@ public final class ParameterControl: Sendable {
         /// holds (a ramp starts there). Nil when the node ran no period within the wait (a
         /// graph whose audio has stopped): the change is queued and applies when it runs.
         public var frame: Int?
+        /// The change's number among the node's, for `appliedFrame(node:sequence:)` later.
+        public var sequence: UInt64 = 0
+    }
+
+    /// [control-thread] The frame a change returned without one (`Applied.frame` nil) was
+    /// applied at, once the node has run it; nil until then, or for an unknown node.
+    public func appliedFrame(node: String, sequence: UInt64) -> Int? {
+        targets[node]?.queue.acknowledgedFrame(of: sequence)
     }
 
     /// The live parameters of each node that has any, by node name.
@@ -85,7 +93,7 @@ public final class ParameterControl: Sendable {
         guard let sequence = target.queue.send(parameter: index, value: number, atFrame: max(0, atFrame ?? 0)) else {
             throw .queueFull(node: node)
         }
-        var applied = Applied(node: node, parameter: parameter, value: number, frame: nil)
+        var applied = Applied(node: node, parameter: parameter, value: number, frame: nil, sequence: sequence)
         let deadline = monotonicSeconds() + timeout
         while applied.frame == nil {
             // Acknowledgements arrive in order; a concurrent caller may take this one's, so each

@@ -25,4 +25,33 @@ public enum OSCMessage {
         }
         return padded(address) + padded(tags) + body
     }
+
+    /// A message's address and arguments (s, f, d, i, h), or nil when it is not one.
+    public static func decode(_ bytes: [UInt8]) -> (address: String, arguments: [Argument])? {
+        var offset = 0
+        func string() -> String? {
+            guard offset < bytes.count, let end = bytes[offset...].firstIndex(of: 0) else { return nil }
+            let text = String(decoding: bytes[offset..<end], as: UTF8.self)
+            offset = (end + 4) / 4 * 4
+            return text
+        }
+        func word(_ size: Int) -> UInt64? {
+            guard offset + size <= bytes.count else { return nil }
+            defer { offset += size }
+            return bytes[offset..<(offset + size)].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        guard let address = string(), let tags = string(), tags.hasPrefix(",") else { return nil }
+        var arguments: [Argument] = []
+        for tag in tags.dropFirst() {
+            switch tag {
+            case "s": guard let text = string() else { return nil }; arguments.append(.string(text))
+            case "f": guard let bits = word(4) else { return nil }; arguments.append(.float(Float(bitPattern: UInt32(bits))))
+            case "i": guard let bits = word(4) else { return nil }; arguments.append(.int32(Int32(bitPattern: UInt32(bits))))
+            case "d": guard let bits = word(8) else { return nil }; arguments.append(.double(Double(bitPattern: bits)))
+            case "h": guard let bits = word(8) else { return nil }; arguments.append(.int64(Int64(bitPattern: bits)))
+            default: return nil
+            }
+        }
+        return (address, arguments)
+    }
 }

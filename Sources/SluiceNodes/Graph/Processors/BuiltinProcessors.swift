@@ -7,6 +7,7 @@ public enum BuiltinProcessors {
         ResamplerNode.type,
         CrossfaderNode.type,
         FaderNode.type,
+        MeterNode.type,
         MixerNode.type,
         ChannelMapNode.type,
         TeeNode.type,

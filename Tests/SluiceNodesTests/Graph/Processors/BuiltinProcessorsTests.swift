@@ -7,7 +7,7 @@ struct BuiltinProcessorsTests {
     @Test("the list names every processor once, and each registers")
     func names() throws {
         let names = BuiltinProcessors.types.map(\.descriptor.typeName)
-        #expect(names == ["aligner", "resampler", "crossfader", "fader", "mixer", "channel-map", "tee"])
+        #expect(names == ["aligner", "resampler", "crossfader", "fader", "meter", "mixer", "channel-map", "tee"])
         var registry = NodeRegistry()
         for type in BuiltinProcessors.types { try registry.register(type) }
         #expect(registry.all.count == names.count)
