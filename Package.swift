@@ -149,6 +149,8 @@ let package = Package(
         // The LADSPA header only: each plugin library is opened with dlopen.
         .systemLibrary(name: "CLadspa", providers: [.apt(["ladspa-sdk"])]),
         systemLibrary("CEbur128", pkgConfig: "libebur128", apt: "libebur128-dev"),
+        // lilv (LV2 discovery, presets, state) and the LV2 headers.
+        .systemLibrary(name: "CLilv", pkgConfig: "lilv-0", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
 
         // MARK: Library modules
         .target(name: "SluiceRT", swiftSettings: realtimeModuleSettings),
@@ -175,8 +177,18 @@ let package = Package(
             name: "SluiceLADSPA", dependencies: ["SluiceGraph", "SluiceAudio", "SluicePlugins", "CLadspa"],
             swiftSettings: realtimeModuleSettings
         ),
+        // LV2 plugins as nodes (`lv2`): lilv's world read on first use, the host features
+        // (URID, options, worker, log, state), controls as live parameters by symbol.
+        .target(
+            name: "SluiceLV2",
+            dependencies: [
+                "SluiceGraph", "SluiceAudio", "SluiceRT", "SluicePlugins", "CLilv", .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: realtimeModuleSettings
+        ),
         // Every node type the host can run: built-ins, JACK endpoints, plugins on the search path.
-        .target(name: "SluiceHost", dependencies: ["SluiceGraph", "SluiceNodes", "SluiceJACK", "SluicePlugins", "SluiceLADSPA"]),
+        .target(
+            name: "SluiceHost", dependencies: ["SluiceGraph", "SluiceNodes", "SluiceJACK", "SluicePlugins", "SluiceLADSPA", "SluiceLV2"]),
         // The streaming speech API over a graph: the controller, text chunking, the synthesis
         // cache (SHA-256 keys via swift-crypto, entries under the XDG cache folder).
         .target(
@@ -266,7 +278,7 @@ let package = Package(
         ),
         .target(
             name: "JackTestSupport",
-            dependencies: ["CJack", "SluiceRT", "SluiceJACK"],
+            dependencies: ["CJack", "SluiceRT", "SluiceJACK", "SluiceGraph", "SluiceConfig", "SluiceNodes", "SluiceTestSupport"],
             path: "Tests/Support/JackTestSupport"
         ),
         .target(
@@ -308,6 +320,13 @@ let package = Package(
             name: "SluiceLADSPATests",
             dependencies: [
                 "SluiceLADSPA", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceJACK", "CJack",
+                "SluiceTestSupport", "JackTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "SluiceLV2Tests",
+            dependencies: [
+                "SluiceLV2", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceJACK", "CJack",
                 "SluiceTestSupport", "JackTestSupport",
             ]
         ),
@@ -365,7 +384,7 @@ let package = Package(
 if let rtsanRuntime {
     package.targets.append(.executableTarget(
         name: "RealtimeSanitizerProbe",
-        dependencies: ["SluiceJACK", "SluiceNodes", "SluiceConfig", "SluiceGraph"],
+        dependencies: ["SluiceJACK", "SluiceNodes", "SluiceConfig", "SluiceGraph", "SluiceLV2", "SluiceLADSPA"],
         path: "Tests/RealtimeSanitizerProbe",
         linkerSettings: [.unsafeFlags([
             "-Xlinker", "--whole-archive", "-Xlinker", rtsanRuntime, "-Xlinker", "--no-whole-archive",

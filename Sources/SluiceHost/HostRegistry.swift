@@ -1,6 +1,7 @@
 import SluiceGraph
 import SluiceJACK
 import SluiceLADSPA
+import SluiceLV2
 import SluiceNodes
 import SluicePlugins
 
@@ -27,6 +28,7 @@ public enum HostRegistry {
         try! registry.register(JackSource.type(defaultServer: server))
         // Opens nothing until a graph names it.
         try! registry.register(LADSPANodeType.type())
+        try! registry.register(LV2NodeType.type())
         return registry
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import SluiceGraph
 import SluiceHost
 import SluiceLADSPA
+import SluiceLV2
 import SluiceSpeechd
 
 struct NodesCommand: ParsableCommand, LoggingCommand {
@@ -18,6 +19,10 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             LADSPA plugins are hosted by the `ladspa` node type: `--ladspa` lists every one \
             installed (LADSPA_PATH, then the system's folders), and `sluice nodes \
             ladspa:<library>:<label>` shows one with its parameters, as a graph file gives them.
+
+            LV2 plugins are hosted by the `lv2` node type: `--lv2` lists every one installed \
+            (LV2_PATH, or lilv's default folders), and `sluice nodes lv2:<uri>` shows one with its \
+            parameters and presets. Only these read the LV2 bundles; nothing else here does.
             """
     )
 
@@ -36,6 +41,9 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
 
     @Flag(name: .long, help: "List the installed LADSPA plugins (library:label and what each is).")
     var ladspa = false
+
+    @Flag(name: .long, help: "List the installed LV2 plugins (URI and what each is).")
+    var lv2 = false
 
     /// For the shell completions of `speak --provider` and `--voice`: one name a line.
     @Option(name: .long, help: ArgumentHelp("Print the names a completion offers: provider or voice.", visibility: .hidden))
@@ -56,18 +64,29 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             Self.printLADSPAPlugins(json: json)
             return
         }
+        if lv2 {
+            Self.printLV2Plugins(json: json)
+            return
+        }
         let (registry, pluginFiles) = try Self.registry(builtinOnly: builtin)
         var selected = registry.all
         var hosted: [NodeType] = []
-        for name in types where name.hasPrefix("ladspa:") {
+        var presets: [String: [LV2Preset]] = [:]
+        for name in types where name.hasPrefix("ladspa:") || name.hasPrefix("lv2:") {
             do throws(NodeCreationError) {
-                hosted.append(try LADSPACatalog.type(named: name))
+                if name.hasPrefix("lv2:") {
+                    let uri = String(name.dropFirst("lv2:".count))
+                    hosted.append(try LV2NodeType.type(named: uri))
+                    if case let plugin? = try? LV2World.shared.plugin(uri: uri) { presets[hosted.last!.descriptor.summary] = LV2World.shared.presets(of: plugin) }
+                } else {
+                    hosted.append(try LADSPACatalog.type(named: name))
+                }
             } catch {
                 printError("error: \(error.message)" + (error.fix.map { "\n  fix: \($0)" } ?? ""))
                 throw ExitCode(1)
             }
         }
-        let types = types.filter { !$0.hasPrefix("ladspa:") }
+        let types = types.filter { !$0.hasPrefix("ladspa:") && !$0.hasPrefix("lv2:") }
         if !types.isEmpty || !hosted.isEmpty {
             for name in types where registry.type(named: name) == nil {
                 let close = registry.suggestions(for: name)
@@ -89,7 +108,11 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
             }).text)
         } else {
             print(selected.map { type in
-                Self.text(of: type.descriptor, plugin: pluginFiles[type.descriptor.typeName])
+                var text = Self.text(of: type.descriptor, plugin: pluginFiles[type.descriptor.typeName])
+                if let presets = presets[type.descriptor.summary], !presets.isEmpty {
+                    text += "  presets (preset: <label>)\n" + presets.map { "    \($0.label)  <\($0.uri)>\n" }.joined()
+                }
+                return text
             }.joined(separator: "\n"), terminator: "")
         }
     }
@@ -137,6 +160,34 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
         let width = references.map(\.count).max() ?? 0
         for (reference, plugin) in zip(references, catalog.plugins) {
             print(reference.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + plugin.summary)
+        }
+    }
+
+    /// `--lv2`: one line a plugin (`<uri>  Name (LV2, 1 in, 1 out, by …)`), or JSON; the
+    /// plugins that cannot be described as warnings. The only listing that reads every bundle.
+    static func printLV2Plugins(json: Bool) {
+        let (plugins, failures) = LV2World.shared.installedPlugins()
+        for failure in failures { log.warning("an LV2 plugin cannot be hosted: \(failure)") }
+        if json {
+            print(JSONValue.array(plugins.map { plugin in
+                .object([
+                    JSONValue.Member("uri", .string(plugin.uri)),
+                    JSONValue.Member("name", .string(plugin.name)),
+                    JSONValue.Member("author", .string(plugin.author)),
+                    JSONValue.Member("library", .string(plugin.libraryPath)),
+                    JSONValue.Member("audio-inputs", .number(Double(plugin.audioInputs.count))),
+                    JSONValue.Member("audio-outputs", .number(Double(plugin.audioOutputs.count))),
+                    JSONValue.Member("parameters", .array(plugin.controls.map { .string($0.symbol) })),
+                    JSONValue.Member("unsupported-features", .array(plugin.unsupportedFeatures.map { .string($0) })),
+                ])
+            }).text)
+            return
+        }
+        let width = plugins.map(\.uri.count).max() ?? 0
+        for plugin in plugins {
+            var line = plugin.uri.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + plugin.summary
+            if !plugin.unsupportedFeatures.isEmpty { line += " [not hostable: requires \(plugin.unsupportedFeatures.joined(separator: ", "))]" }
+            print(line)
         }
     }
 

@@ -2,10 +2,13 @@ import Glibc
 import SluiceConfig
 import SluiceGraph
 import SluiceJACK
+import SluiceLADSPA
+@testable import SluiceLV2
 import SluiceNodes
 import Synchronization
 
-// RealtimeSanitizerProbe SERVER GRAPH-INPUT [--boundary sink|source] | SERVER --live-chain|--direct-chains SECONDS | --self-test
+// RealtimeSanitizerProbe SERVER GRAPH-INPUT [--boundary sink|source] | SERVER --live-chain|--direct-chains|--hosted-chains SECONDS
+//   | --lv2-worker STATE-FILE | --self-test
 //
 // Runs a graph on JACK server SERVER with RealtimeSanitizer's real-time context entered
 // around every process callback — the whole cycle: capture, the nodes placed in it, the
@@ -17,6 +20,12 @@ import Synchronization
 //   graph of its own client.
 // - `--direct-chains SECONDS`: the cycle's direct section (nodes on the period's buffers, no
 //   ring): a mono chain fed by the tone, and a stereo one, in one client.
+// - `--hosted-chains SECONDS`: jack.source -> lv2 (eg-amp) -> ladspa (amp_mono) -> jack.sink,
+//   the hosted plugins in the cycle.
+// - `--lv2-worker STATE-FILE`: x42's convolver restored from STATE-FILE (its impulse response
+//   loaded by its worker), then 200 blocks of its render — the worker's response handed over
+//   in the first — in real-time context, without a server (the convolver reports a latency,
+//   so a live graph runs it off the cycle).
 // `--self-test` makes one allocation in real-time context, to show the sanitizer is watching
 // (it must fail). Linked with clang's RTSan runtime (see Package.swift); run by
 // RealtimeSanitizerTests, which also checks the hooks were entered once per callback.
@@ -52,6 +61,33 @@ if arguments.first == "--self-test" {
     free(planted)
     exit(0)
 }
+if arguments.first == "--lv2-worker", arguments.count == 2 {
+    do {
+        let type = try LV2NodeType.type(of: LV2World.shared.plugin(uri: "http://gareus.org/oss/lv2/zeroconvolv#Mono"))
+        guard let node = try type.make(NodeParameters(["state": .string(arguments.last!)])) as? LV2Node else { exit(1) }
+        try node.prepare(PrepareContext(
+            inputFormats: [.frames(rate: 48_000, channels: 1)], outputFormats: [.frames(rate: 48_000, channels: 1)],
+            maximumUnits: 4096, blockFrames: 256))
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: 256)
+        input.initialize(repeating: 0, count: 256)
+        input[0] = 1
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: 256)
+        var peak: Float = 0
+        for block in 0..<200 {
+            enterRealtime()
+            _ = node.render(input, output, frames: 256)
+            exitRealtime()
+            if block == 0 { input[0] = 0 }
+            for index in 0..<256 { peak = max(peak, abs(output[index])) }
+        }
+        node.deactivate()
+        print("rendered 200 blocks under RealtimeSanitizer, latency \(node.latencyFrames), peak \(peak)")
+        exit(peak > 0 ? 0 : 3)
+    } catch {
+        printError("error: \(error)")
+        exit(1)
+    }
+}
 /// Hook entries, counted so the test can tell the hooks ran once per callback.
 let hookEntries = Atomic<Int>(0)
 func enterCounted() {
@@ -60,7 +96,7 @@ func enterCounted() {
 }
 
 guard arguments.count == 2 || arguments.count == 3 || arguments.count == 4 else {
-    printError("usage: RealtimeSanitizerProbe SERVER INPUT.s16 [--boundary sink|source] | SERVER --live-chain|--direct-chains SECONDS | --self-test")
+    printError("usage: RealtimeSanitizerProbe SERVER INPUT.s16 [--boundary sink|source] | SERVER --live-chain|--direct-chains|--hosted-chains SECONDS | --lv2-worker STATE | --self-test")
     exit(2)
 }
 let server = arguments[arguments.startIndex]
@@ -87,7 +123,9 @@ do {
     let report: RunReport
     let graph: CompiledGraph
     var devices: [JackDevice] = []
-    if input == "--live-chain" || input == "--direct-chains" {
+    try registry.register(LV2NodeType.type())
+    try registry.register(LADSPANodeType.type())
+    if input == "--live-chain" || input == "--direct-chains" || input == "--hosted-chains" {
         let seconds = Double(arguments[arguments.startIndex + 2]) ?? 2
         let feedPort: String
         if input == "--live-chain" {
@@ -95,6 +133,13 @@ do {
             chain.playback = PlaybackSettings(strategy: .stream, client: "rtsan-chain")
             graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(chain)
             feedPort = "rtsan-chain:in_1"
+        } else if input == "--hosted-chains" {
+            var chain = try OneLineGraph.parse(
+                "jack.source channels=1 connect=none ! lv2 uri=http://lv2plug.in/plugins/eg-amp gain=-6"
+                    + " ! ladspa library=amp.so label=amp_mono gain=0.5 ! jack.sink connect=none")
+            chain.playback = PlaybackSettings(strategy: .stream, client: "rtsan-hosted")
+            graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(chain)
+            feedPort = "rtsan-hosted:in_1"
         } else {
             graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(GraphFile.parse(directChains, file: "direct.yaml"))
             feedPort = "rtsan-direct:mic.in_1"

@@ -9,6 +9,7 @@ struct CheckCommandTests {
     /// What `check` says of each shipped graph: its nodes and links.
     static let shippedGraphs: [String: (nodes: Int, links: Int)] = [
         "ladspa-echo.yaml": (4, 3),
+        "lv2-eq.yaml": (4, 3),
         "live-gain.yaml": (3, 2),
         "mix.yaml": (7, 6),
         "morse.yaml": (3, 2),

@@ -164,7 +164,7 @@ struct NodesCommandPluginTests {
         let outcome = try CLI.sluice(["nodes", "--builtin"])
         #expect(outcome.status == 0)
         let types = Set(NodesCommandTests.entries(outcome.standardOutput).map(\.type))
-        #expect(types == Set(NodesCommandTests.builtins.map(\.type) + ["jack.sink", "jack.source", "ladspa"]))
+        #expect(types == Set(NodesCommandTests.builtins.map(\.type) + ["jack.sink", "jack.source", "ladspa", "lv2"]))
     }
 
     @Test("--json: every type with its kind, plugin file, ports and parameters (type, range, default, unit, live, summary)")

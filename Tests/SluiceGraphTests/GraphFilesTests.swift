@@ -18,6 +18,7 @@ import Testing
         "speak.yaml": "the espeak plugin and jack.sink: EspeakProviderTests renders it with a null.sink",
         "live-gain.yaml": "jack.source: plays only live; LiveChainTests runs the same chain against a real server",
         "ladspa-echo.yaml": "the ladspa node: SluiceCLITests renders it with `sluice render`, LADSPANodeTests renders the delay",
+        "lv2-eq.yaml": "the lv2 node: LV2CommandTests renders it with `sluice render`, LV2NodeTests renders through LV2 plugins",
         "voices.yaml": "the espeak plugin and sinks sharing ports: LiveChainTests mixes sinks on a real server, EspeakProviderTests shares the engine",
     ]
 

@@ -68,4 +68,37 @@ import Testing
         #expect(figures.entries == figures.callbacks)
         #expect(figures.inCycle == 6)
     }
+
+    @Test("hosted plugins in the cycle: an LV2 and a LADSPA plugin between capture and playback")
+    func hostedPluginsAreRealtimeSafe() throws {
+        let server = try JackTestServer.shared()
+        let outcome = try CommandRunner.run(Self.probe, [server.name, "--hosted-chains", "1.5"], timeout: 60)
+        #expect(!outcome.standardError.contains("RealtimeSanitizer"), "\(outcome.standardError.prefix(4000))")
+        #expect(outcome.status == 0)
+        let figures = try #require(Self.figures(outcome.standardOutput), "\(outcome.standardOutput)")
+        #expect(figures.entries == figures.callbacks)
+        #expect(figures.inCycle == 4)
+    }
+
+    @Test("an LV2 plugin's worker: the response handed over in the cycle, the convolver's render, under RealtimeSanitizer")
+    func lv2WorkerIsRealtimeSafe() throws {
+        let folder = TemporaryFolder("sluice-rtsan-lv2")
+        var response = [Float](repeating: 0, count: 4_096)
+        for index in response.indices {
+            let time = Double(index)
+            response[index] = Float(0.5 * sin(time * 0.01) * exp(-time / 800))
+        }
+        try WAVFile.write(response, channels: 1, rate: 48_000, to: folder.path("ir.wav"))
+        _ = try folder.write("""
+            @prefix lv2: <http://lv2plug.in/ns/lv2core#> .
+            @prefix pset: <http://lv2plug.in/ns/ext/presets#> .
+            @prefix state: <http://lv2plug.in/ns/ext/state#> .
+            <> a pset:Preset ; lv2:appliesTo <http://gareus.org/oss/lv2/zeroconvolv#Mono> ;
+               state:state [ <http://gareus.org/oss/lv2/zeroconvolv#ir> <ir.wav> ] .
+            """, to: "state.ttl")
+        let outcome = try CommandRunner.run(Self.probe, ["--lv2-worker", folder.path("state.ttl")], timeout: 60)
+        #expect(!outcome.standardError.contains("RealtimeSanitizer"), "\(outcome.standardError.prefix(4000))")
+        #expect(outcome.status == 0, "\(outcome.standardOutput) \(outcome.standardError.prefix(2000))")
+        #expect(outcome.standardOutput.contains("rendered 200 blocks"), "\(outcome.standardOutput)")
+    }
 }

@@ -234,7 +234,10 @@ public struct GraphCompiler {
            case .rate? = descriptor.parameter(named: "rate")?.type {
             values["rate"] = .integer(sinkRate)
         }
-        return valid ? NodeParameters(values, baseDirectory: state.description.baseDirectory) : nil
+        guard valid else { return nil }
+        var parameters = NodeParameters(values, baseDirectory: state.description.baseDirectory)
+        parameters.given = seen
+        return parameters
     }
 
     // MARK: Links

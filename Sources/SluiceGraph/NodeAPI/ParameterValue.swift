@@ -32,11 +32,18 @@ public struct NodeParameters: Sendable, Hashable {
     /// The folder relative paths resolve against (the graph file's folder), or nil for the
     /// current directory.
     public var baseDirectory: String?
+    /// The names the graph file gave, as opposed to defaults filled in; nil when the values
+    /// were not read from a file (then every one counts as given). A node that restores
+    /// values from elsewhere (an `lv2` node's preset) lets only these override them.
+    public var given: Set<String>?
 
     public init(_ values: [String: ParameterValue] = [:], baseDirectory: String? = nil) {
         self.values = values
         self.baseDirectory = baseDirectory
     }
+
+    /// Whether the graph file gave `name` (not only its default).
+    public func isGiven(_ name: String) -> Bool { values[name] != nil && given?.contains(name) ?? true }
 
     public subscript(name: String) -> ParameterValue? {
         get { values[name] }

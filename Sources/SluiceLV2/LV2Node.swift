@@ -1,0 +1,246 @@
+import CLilv
+import Glibc
+import SluiceAudio
+import SluiceGraph
+
+/// An LV2 plugin as a graph node: its audio ports are the channels of the node's input and
+/// output, its control inputs live parameters named by their symbols (applied from the next
+/// frame, as jalv and Carla apply a port change).
+///
+/// A plugin of one audio input and one output runs once per channel of whatever arrives,
+/// with the same controls, as PipeWire's filter-chain and Carla run a mono plugin on a stereo
+/// stream; any other plugin takes exactly as many channels as it has audio inputs. A plugin
+/// reporting no latency runs in the JACK cycle on the period's samples.
+public final class LV2Node: LiveParameterNode {
+    public let plugin: LV2Plugin
+    /// The values the graph gave, one per control (nil: the preset's, the state's, or the plugin's default).
+    let given: [Double?]
+    /// What to restore after instantiation: a preset or a state file.
+    let restoring: LV2StateSource?
+
+    /// Frames a `run` is given at most (buf-size:maxBlockLength): the port buffers' length.
+    static let blockFrames = 1024
+    /// Bytes in each atom port's buffer, unless the plugin asks for more (rsz:minimumSize).
+    static let sequenceSize = 8192
+
+    private var rate = 0
+    private var instances: [LV2Instance] = []
+    private var channelsIn = 0
+    private var channelsOut = 0
+    // SAFETY: allocated in `prepare`, freed in `deactivate`; in between only `apply` and the
+    // period (one thread at a time, the graph's rule) touch them. The plugin's ports point
+    // into them.
+    private var controlValues: UnsafeMutableBufferPointer<Float>?
+    private var inputPlanes: UnsafeMutableBufferPointer<Float>?
+    private var outputPlanes: UnsafeMutableBufferPointer<Float>?
+    private var instanceHandles: UnsafeMutableBufferPointer<LV2Instance.RunContext>?
+    private var reportedLatency = 0
+
+    init(plugin: LV2Plugin, given: [Double?], restoring: LV2StateSource?) {
+        self.plugin = plugin
+        self.given = given
+        self.restoring = restoring
+    }
+
+    deinit { deactivate() }
+
+    // MARK: Formats
+
+    private var runsPerChannel: Bool { plugin.audioInputs.count == 1 && plugin.audioOutputs.count == 1 }
+
+    public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
+        guard let input = inputs.first, case .frames(let rate, let channels) = input else {
+            throw FormatMismatch(input: 0, required: .medium(.frames))
+        }
+        if runsPerChannel { return [.frames(rate: rate, channels: channels)] }
+        guard channels == plugin.audioInputs.count else {
+            throw FormatMismatch(input: 0, required: .channels(plugin.audioInputs.count))
+        }
+        return [.frames(rate: rate, channels: plugin.audioOutputs.count)]
+    }
+
+    public var compiledChoice: String? {
+        var choice = "LV2 \(plugin.name) <\(plugin.uri)>"
+        if let restoring { choice += ", \(restoring)" }
+        if runsPerChannel && instances.count > 1 { choice += ", one instance per channel (\(instances.count))" }
+        return choice
+    }
+
+    public var latencyFrames: Int { reportedLatency }
+    public var processesFrameForFrame: Bool { reportedLatency == 0 }
+
+    // MARK: Lifecycle
+
+    public func prepare(_ context: PrepareContext) throws {
+        deactivate()
+        guard case .frames(let rate, let channels)? = context.inputFormats.first else {
+            throw NodeCreationError("'lv2' cannot be prepared for inputs \(context.inputFormats)")
+        }
+        self.rate = rate
+        let count = runsPerChannel ? channels : 1
+        channelsIn = count * plugin.audioInputs.count
+        channelsOut = count * plugin.audioOutputs.count
+        let block = Self.blockFrames
+
+        let controls = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(plugin.controls.count, 1))
+        for (index, control) in plugin.controls.enumerated() {
+            controls[index] = Float(control.defaultValue(rate: rate))
+        }
+        controlValues = controls
+        let inputs = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(channelsIn, 1) * block)
+        inputs.initialize(repeating: 0)
+        inputPlanes = inputs
+        let results = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(channelsOut, 1) * block)
+        results.initialize(repeating: 0)
+        outputPlanes = results
+
+        for index in 0..<count {
+            let instance = try LV2Instance(
+                plugin: plugin, rate: rate, nominalBlock: min(max(context.blockFrames, 1), block),
+                controls: controls.baseAddress!,
+                inputs: inputs.baseAddress! + index * plugin.audioInputs.count * block,
+                outputs: results.baseAddress! + index * plugin.audioOutputs.count * block)
+            instances.append(instance)
+        }
+        // The preset's or state's control values, then the file's own, which win.
+        if let restoring {
+            let state = try LV2World.shared.loadState(restoring, of: plugin)
+            for instance in instances {
+                LV2World.shared.restore(state, into: instance) { symbol, value in
+                    guard let index = plugin.controls.firstIndex(where: { $0.portSymbol == symbol }) else { return }
+                    controls[index] = Float(Double(value).clamped(to: plugin.controls[index].range(rate: rate)))
+                }
+            }
+            LV2World.shared.free(state)
+        }
+        for (index, control) in plugin.controls.enumerated() {
+            if let value = given[index] { controls[index] = Float(value.clamped(to: control.range(rate: rate))) }
+        }
+        let handles = UnsafeMutableBufferPointer<LV2Instance.RunContext>.allocate(capacity: instances.count)
+        for (index, instance) in instances.enumerated() { handles[index] = instance.runContext }
+        instanceHandles = handles
+        reportedLatency = readLatency()
+    }
+
+    /// The plugin's latency port after one block of silence (lv2:reportsLatency), as jalv
+    /// reads it. The block also hands the plugin what its worker did while state was restored.
+    private func readLatency() -> Int {
+        guard let latencyPort = plugin.latencyPort, let first = instances.first, let inputPlanes = inputPlanes?.baseAddress,
+            let outputPlanes = outputPlanes?.baseAddress
+        else { return 0 }
+        _ = render(inputPlanes, outputPlanes, frames: 0, silentBlock: true)
+        let value = Double(first.controlOutput(port: latencyPort))
+        guard value.isFinite, value >= 0, value <= Double(rate) * 10 else { return 0 }
+        return Int(value.rounded())
+    }
+
+    public func reset() {
+        for instance in instances { instance.restart() }
+        inputPlanes?.update(repeating: 0)
+    }
+
+    public func deactivate() {
+        instances.removeAll()  // each instance deactivates and frees its plugin
+        instanceHandles?.deallocate()
+        instanceHandles = nil
+        controlValues?.deallocate()
+        controlValues = nil
+        inputPlanes?.deallocate()
+        inputPlanes = nil
+        outputPlanes?.deallocate()
+        outputPlanes = nil
+    }
+
+    // MARK: Live parameters
+
+    public func apply(_ change: ParameterChange) {
+        let index = change.parameter - LV2NodeType.pickingParameters.count
+        guard let controlValues, plugin.controls.indices.contains(index), change.value.isFinite else { return }
+        controlValues[index] = Float(change.value.clamped(to: plugin.controls[index].range(rate: rate)))
+    }
+
+    /// The value a control holds now, by its parameter name; nil when not prepared or no such
+    /// control. [control-thread, between periods]
+    public func controlValue(_ symbol: String) -> Float? {
+        guard let controlValues, let index = plugin.controls.firstIndex(where: { $0.symbol == symbol }) else { return nil }
+        return controlValues[index]
+    }
+
+    /// The control outputs' values after the last block (the first instance's), by port
+    /// symbol. [control-thread, between periods]
+    public func controlOutputs() -> [(symbol: String, value: Float)] {
+        guard let first = instances.first else { return [] }
+        return plugin.controlOutputs.map { ($0.symbol, first.controlOutput(port: $0.index)) }
+    }
+
+    // MARK: Processing
+
+    public func process(_ io: inout ProcessIO) {
+        let input = io.frames(input: 0)
+        let output = io.frames(output: 0)
+        let frames = min(input.count / max(channelsIn, 1), output.count / max(channelsOut, 1))
+        guard frames > 0, let inputBase = input.baseAddress, let outputBase = output.baseAddress,
+            render(inputBase, outputBase, frames: frames)
+        else { return }
+        io.consume(frames, input: 0)
+        io.produce(frames, output: 0)
+    }
+
+    /// In the JACK cycle: the period's samples straight through `render`.
+    public var frameKernel: FrameKernel? {
+        guard reportedLatency == 0, channelsIn == channelsOut else { return nil }
+        // SAFETY: the node outlives its slot's periods, which hold it; unretained here.
+        return FrameKernel(context: Unmanaged.passUnretained(self).toOpaque(), function: Self.kernelPeriod)
+    }
+
+    private static let kernelPeriod: FrameKernel.Function = { context, input, output, samples in
+        // SAFETY: `context` is this node (`frameKernel`), alive while its slot runs.
+        Unmanaged<LV2Node>.fromOpaque(context)._withUnsafeGuaranteedRef { node in
+            node.render(input, output, frames: samples / max(node.channelsIn, 1))
+        }
+    }
+
+    /// `frames` interleaved frames through the plugin, a block at a time: each channel into
+    /// its port's buffer, every instance run (its worker's responses first, `end_run` after),
+    /// each output port's buffer back into `output` (which may be `input`: the planes stand
+    /// between them). `silentBlock`: one block of the planes as they are. [audio-thread]
+    @inline(__always)
+    func render(_ input: UnsafePointer<Float>, _ output: UnsafeMutablePointer<Float>, frames: Int, silentBlock: Bool = false) -> Bool {
+        guard let instanceHandles, let inputPlanes = inputPlanes?.baseAddress, let outputPlanes = outputPlanes?.baseAddress else {
+            return false
+        }
+        let block = Self.blockFrames
+        let thread = pthread_self()
+        if silentBlock {
+            for instance in instanceHandles { LV2Instance.run(instance, frames: block, thread: thread) }
+            return true
+        }
+        var start = 0
+        while start < frames {
+            let count = min(block, frames - start)
+            for channel in 0..<channelsIn {
+                let plane = inputPlanes + channel * block
+                var sample = input + start * channelsIn + channel
+                for frame in 0..<count {
+                    plane[frame] = sample.pointee
+                    sample += channelsIn
+                }
+            }
+            for instance in instanceHandles { LV2Instance.run(instance, frames: count, thread: thread) }
+            for channel in 0..<channelsOut {
+                let plane = outputPlanes + channel * block
+                var sample = output + start * channelsOut + channel
+                for frame in 0..<count {
+                    sample.pointee = plane[frame]
+                    sample += channelsOut
+                }
+            }
+            start += count
+        }
+        return true
+    }
+}
+
+extension Double {
+    func clamped(to range: ClosedRange<Double>) -> Double { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
+}
