@@ -13,6 +13,11 @@ let sluice = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletin
 
 let package = Package(
     name: "SluiceBenchmarks",
+    products: [
+        // Preloaded into `sluice run` and `jalv` by `scripts/bench plugins`: times any JACK
+        // client's process callback the same way.
+        .library(name: "jack-callback-timer", type: .dynamic, targets: ["JackCallbackTimer"])
+    ],
     dependencies: [
         .package(path: ".."),
         // WebSocketTestSupport's server (the same requirement as the main package's).
@@ -73,6 +78,12 @@ let package = Package(
             dependencies: ["CallbackStats"],
             path: "JackCopyClient",
             linkerSettings: [.linkedLibrary("jack"), .linkedLibrary("m"), .linkedLibrary("pthread")]
+        ),
+        .target(
+            name: "JackCallbackTimer",
+            dependencies: ["CallbackStats"],
+            path: "JackCallbackTimer",
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         // A C pass-through client: the reference for a live chain's latency and callback cost.
         .executableTarget(

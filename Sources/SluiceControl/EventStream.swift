@@ -37,7 +37,7 @@ public final class EventStream: Sendable {
     public var isEmpty: Bool { watchers.withLock { $0.isEmpty } && listeners.withLock { !$0.contains { $0.isListening } } }
 
     /// The events only those who asked for levels get.
-    public static let levelEvents: Set<String> = ["level", "meter"]
+    public static let levelEvents: Set<String> = ["level", "meter", "control-output"]
 
     /// Sends `event` (its name, then its fields) to every watcher and listener; `level` and
     /// `meter` events only to those that asked for levels.

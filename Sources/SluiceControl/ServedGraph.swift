@@ -37,6 +37,9 @@ public final class ServedGraph: Sendable {
     /// The graph's meters, by node name, whose readings become `meter` events.
     // SAFETY: `takeReadings` is called only from the run's control thread (`Watch.look`).
     private nonisolated(unsafe) let meters: [(name: String, node: any MeteringNode)]
+    /// The graph's hosted plugins that report values (LV2 control outputs): `control-output` events.
+    // SAFETY: `takeReports` is called only from the run's control thread (`Watch.look`).
+    private nonisolated(unsafe) let reporters: [(name: String, node: any ReportingNode)]
     /// Changes replied to before their node ran them: their `parameter` event waits for the frame.
     private let unacknowledged = PendingChanges()
 
@@ -66,6 +69,7 @@ public final class ServedGraph: Sendable {
         }
         self.speakers = speakers
         meters = graph.nodes.compactMap { node in (node.instance as? any MeteringNode).map { (node.name, $0) } }
+        reporters = graph.nodes.compactMap { node in (node.instance as? any ReportingNode).map { (node.name, $0) } }
         speakerDescriptors = descriptors
         devices = graph.devices
         speakerNames = speakers.keys.sorted()
@@ -81,7 +85,7 @@ public final class ServedGraph: Sendable {
     /// graphs have), and the events watchers are sent.
     private func followRun() {
         let speaker = speakerNames.count == 1 ? speakerNames[0] : nil
-        let watch = Watch(run: run, events: events, xruns: xruns, meters: meters, unacknowledged: unacknowledged)
+        let watch = Watch(run: run, events: events, xruns: xruns, meters: meters, reporters: reporters, unacknowledged: unacknowledged)
         run.eventObserver = { [spoken, events] event in
             if let speaker, event.kind == .marker, let marker = event.marker {
                 let text = spoken.withLock { $0[speaker]?.record(marker) }
@@ -108,19 +112,23 @@ public final class ServedGraph: Sendable {
         let events: EventStream
         let xruns: @Sendable () -> Int
         let meters: [(name: String, node: any MeteringNode)]
+        let reporters: [(name: String, node: any ReportingNode)]
         let unacknowledged: PendingChanges
         var underruns = 0
         var xrunCount = 0
         var lastLevel = 0.0
+        var lastReports = 0.0
 
         init(
             run: LiveRun, events: EventStream, xruns: @escaping @Sendable () -> Int,
-            meters: [(name: String, node: any MeteringNode)], unacknowledged: PendingChanges
+            meters: [(name: String, node: any MeteringNode)], reporters: [(name: String, node: any ReportingNode)],
+            unacknowledged: PendingChanges
         ) {
             self.run = run
             self.events = events
             self.xruns = xruns
             self.meters = meters
+            self.reporters = reporters
             self.unacknowledged = unacknowledged
         }
 
@@ -133,6 +141,17 @@ public final class ServedGraph: Sendable {
             for meter in meters {
                 for reading in meter.node.takeReadings() where levels {
                     events.emit("meter", MeterEvent.fields(of: reading, node: meter.name))
+                }
+            }
+            // Plugins' own outputs (meters, gain reduction), as levels are: the latest values ten
+            // times a second, sent when someone wants levels.
+            let now = monotonicSeconds()
+            if now - lastReports >= 0.1 {
+                lastReports = now
+                for reporter in reporters {
+                    for report in reporter.node.takeReports() where levels {
+                        events.emit("control-output", ["node": reporter.name, "output": report.name, "value": report.value, "frame": report.frame])
+                    }
                 }
             }
             let acknowledged = unacknowledged.withLock { pending -> [ParameterControl.Applied] in
@@ -158,7 +177,6 @@ public final class ServedGraph: Sendable {
                 xrunCount = xruns
                 events.emit("xrun", ["xruns": xruns])
             }
-            let now = monotonicSeconds()
             if levels && now - lastLevel >= 0.1 {
                 lastLevel = now
                 let peak = run.playheads.map { Double($0.takePeak()) }.max() ?? 0

@@ -15,7 +15,7 @@ final class LV2Instance {
     private let runFunction: @convention(c) (LV2_Handle?, UInt32) -> Void
     // SAFETY: each allocated here and freed in deinit; the plugin's ports point into them.
     private let controlOutputs: UnsafeMutableBufferPointer<Float>
-    private let atomBuffers: [(pointer: UnsafeMutableRawPointer, capacity: Int, isInput: Bool)]
+    private let atomBuffers: UnsafeMutableBufferPointer<AtomBuffer>
     private let cvBuffers: [UnsafeMutablePointer<Float>]
     private let sequenceType = URIDTable.map(LV2URI.atom + "Sequence")
     private let chunkType = URIDTable.map(LV2URI.atom + "Chunk")
@@ -55,7 +55,7 @@ final class LV2Instance {
         let block = LV2Node.blockFrames
         controlOutputs = .allocate(capacity: max(plugin.ports.count, 1))
         controlOutputs.initialize(repeating: 0)
-        var atomBuffers: [(UnsafeMutableRawPointer, Int, Bool)] = []
+        var atomBuffers: [AtomBuffer] = []
         var cvBuffers: [UnsafeMutablePointer<Float>] = []
         var controlIndex = 0, inputIndex = 0, outputIndex = 0
         for port in plugin.ports {
@@ -75,7 +75,7 @@ final class LV2Instance {
             case (.atom, _):
                 let buffer = UnsafeMutableRawPointer.allocate(byteCount: sequenceSize, alignment: 16)
                 buffer.initializeMemory(as: UInt8.self, repeating: 0, count: sequenceSize)
-                atomBuffers.append((buffer, sequenceSize, port.isInput))
+                atomBuffers.append(AtomBuffer(pointer: buffer, capacity: sequenceSize, isInput: port.isInput))
                 location = buffer
             case (.cv, _):
                 let buffer = UnsafeMutablePointer<Float>.allocate(capacity: block)
@@ -87,7 +87,10 @@ final class LV2Instance {
             }
             descriptor.pointee.connect_port(handle, UInt32(port.index), location)
         }
-        self.atomBuffers = atomBuffers
+        // A buffer, not an array: the cycle walks it (an array of structs iterates through
+        // generic code that allocates in an unoptimised build).
+        self.atomBuffers = .allocate(capacity: atomBuffers.count)
+        _ = self.atomBuffers.initialize(from: atomBuffers)
         self.cvBuffers = cvBuffers
         resetSequences()
 
@@ -104,7 +107,8 @@ final class LV2Instance {
         // lilv counts the library's users in the world: under its lock.
         LV2World.shared.with { _ in lilv_instance_free(instance) }
         controlOutputs.deallocate()
-        for buffer in atomBuffers { buffer.pointer.deallocate() }
+        for index in 0..<atomBuffers.count { atomBuffers[index].pointer.deallocate() }
+        atomBuffers.deallocate()
         for buffer in cvBuffers { buffer.deallocate() }
     }
 
@@ -127,6 +131,12 @@ final class LV2Instance {
     typealias RunContext = Unmanaged<LV2Instance>
     var runContext: RunContext { .passUnretained(self) }
 
+    /// A control output's value after the last run. [audio-thread]
+    @inline(__always)
+    static func controlOutput(_ context: RunContext, port: Int) -> Float {
+        context._withUnsafeGuaranteedRef { $0.controlOutputs[port] }
+    }
+
     /// One block: the worker's responses, the sequences emptied, `run`, `end_run`. [audio-thread]
     @inline(__always)
     static func run(_ context: RunContext, frames: Int, thread: pthread_t) {
@@ -143,7 +153,8 @@ final class LV2Instance {
     /// plugin writes its sequence into it).
     @inline(__always)
     private func resetSequences() {
-        for buffer in atomBuffers {
+        for index in 0..<atomBuffers.count {
+            let buffer = atomBuffers[index]
             let atom = buffer.pointer.assumingMemoryBound(to: LV2_Atom.self)
             if buffer.isInput {
                 atom.pointee.size = UInt32(MemoryLayout<LV2_Atom_Sequence_Body>.size)
@@ -157,4 +168,11 @@ final class LV2Instance {
             }
         }
     }
+}
+
+/// An atom port's buffer.
+struct AtomBuffer {
+    var pointer: UnsafeMutableRawPointer
+    var capacity: Int
+    var isInput: Bool
 }

@@ -2,6 +2,8 @@ import CLilv
 import Glibc
 import SluiceAudio
 import SluiceGraph
+import SluiceRT
+import Synchronization
 
 /// An LV2 plugin as a graph node: its audio ports are the channels of the node's input and
 /// output, its control inputs live parameters named by their symbols (applied from the next
@@ -11,7 +13,7 @@ import SluiceGraph
 /// with the same controls, as PipeWire's filter-chain and Carla run a mono plugin on a stereo
 /// stream; any other plugin takes exactly as many channels as it has audio inputs. A plugin
 /// reporting no latency runs in the JACK cycle on the period's samples.
-public final class LV2Node: LiveParameterNode {
+public final class LV2Node: LiveParameterNode, ReportingNode {
     public let plugin: LV2Plugin
     /// The values the graph gave, one per control (nil: the preset's, the state's, or the plugin's default).
     let given: [Double?]
@@ -35,11 +37,24 @@ public final class LV2Node: LiveParameterNode {
     private var outputPlanes: UnsafeMutableBufferPointer<Float>?
     private var instanceHandles: UnsafeMutableBufferPointer<LV2Instance.RunContext>?
     private var reportedLatency = 0
+    // The control outputs' latest values, stored by the cycle (`postReports`) as float bits,
+    // taken by `takeReports`: one atomic a reported output, so a slow reader sees the latest.
+    private var reportedValues: UnsafeMutablePointer<Atomic<UInt32>>?
+    /// What `takeReports` last returned, per output (control thread only).
+    private var takenValues: [UInt32] = []
+    private let renderedFrames = Atomic<Int>(0)
+    /// The plugin's control output ports, by index among them (a buffer: the cycle reads it).
+    private let reportingPorts: [Int]
+    private var reportingPortList: UnsafeMutableBufferPointer<Int>?
+    private var reportingPortCount = 0
+    /// The instance whose outputs are reported (the first).
+    private var reportingInstance: LV2Instance.RunContext?
 
     init(plugin: LV2Plugin, given: [Double?], restoring: LV2StateSource?) {
         self.plugin = plugin
         self.given = given
         self.restoring = restoring
+        reportingPorts = plugin.controlOutputs.map(\.index)
     }
 
     deinit { deactivate() }
@@ -119,6 +134,16 @@ public final class LV2Node: LiveParameterNode {
         let handles = UnsafeMutableBufferPointer<LV2Instance.RunContext>.allocate(capacity: instances.count)
         for (index, instance) in instances.enumerated() { handles[index] = instance.runContext }
         instanceHandles = handles
+        let values = UnsafeMutablePointer<Atomic<UInt32>>.allocate(capacity: max(reportingPorts.count, 1))
+        for index in 0..<max(reportingPorts.count, 1) { (values + index).initialize(to: Atomic(Self.notYet)) }
+        reportedValues = values
+        takenValues = Array(repeating: Self.notYet, count: reportingPorts.count)
+        let ports = UnsafeMutableBufferPointer<Int>.allocate(capacity: max(reportingPorts.count, 1))
+        _ = ports.initialize(from: reportingPorts)
+        reportingPortList = ports
+        reportingPortCount = reportingPorts.count
+        reportingInstance = handles.first
+        renderedFrames.store(0, ordering: .relaxed)
         reportedLatency = readLatency()
     }
 
@@ -149,6 +174,15 @@ public final class LV2Node: LiveParameterNode {
         inputPlanes = nil
         outputPlanes?.deallocate()
         outputPlanes = nil
+        if let reportedValues {
+            reportedValues.deinitialize(count: max(reportingPorts.count, 1))
+            reportedValues.deallocate()
+        }
+        reportedValues = nil
+        reportingPortList?.deallocate()
+        reportingPortList = nil
+        reportingPortCount = 0
+        reportingInstance = nil
     }
 
     // MARK: Live parameters
@@ -171,6 +205,41 @@ public final class LV2Node: LiveParameterNode {
     public func controlOutputs() -> [(symbol: String, value: Float)] {
         guard let first = instances.first else { return [] }
         return plugin.controlOutputs.map { ($0.symbol, first.controlOutput(port: $0.index)) }
+    }
+
+    // MARK: Reports
+
+    public func takeReports() -> [ReportedValue] {
+        guard let reportedValues else { return [] }
+        let frame = renderedFrames.load(ordering: .acquiring)
+        var reports: [ReportedValue] = []
+        for (output, port) in plugin.controlOutputs.enumerated() {
+            let bits = reportedValues[output].load(ordering: .relaxed)
+            guard bits != Self.notYet, bits != takenValues[output] else { continue }
+            takenValues[output] = bits
+            reports.append(ReportedValue(name: port.symbol, value: Double(Float(bitPattern: bits)), frame: frame))
+        }
+        return reports
+    }
+
+    /// A bit pattern no run stores (a NaN with a payload of its own): nothing reported yet.
+    private static let notYet: UInt32 = 0x7FC0_5EED
+
+    /// Stores each control output (of the first instance) after the block just run, and the
+    /// frames rendered. [audio-thread]
+    @inline(__always)
+    private func postReports(frames: Int) {
+        let rendered = renderedFrames.load(ordering: .relaxed) + frames
+        guard reportingPortCount > 0, let values = reportedValues, let ports = reportingPortList?.baseAddress,
+            let first = reportingInstance
+        else {
+            renderedFrames.store(rendered, ordering: .releasing)
+            return
+        }
+        for output in 0..<reportingPortCount {
+            values[output].store(LV2Instance.controlOutput(first, port: ports[output]).bitPattern, ordering: .relaxed)
+        }
+        renderedFrames.store(rendered, ordering: .releasing)
     }
 
     // MARK: Processing
@@ -227,6 +296,7 @@ public final class LV2Node: LiveParameterNode {
                 }
             }
             for instance in instanceHandles { LV2Instance.run(instance, frames: count, thread: thread) }
+            postReports(frames: count)
             for channel in 0..<channelsOut {
                 let plane = outputPlanes + channel * block
                 var sample = output + start * channelsOut + channel

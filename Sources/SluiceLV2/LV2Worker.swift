@@ -28,8 +28,10 @@ final class LV2Worker: @unchecked Sendable {
     let schedule: UnsafeMutablePointer<LV2_Worker_Schedule>
     let immediateSchedule: UnsafeMutablePointer<LV2_Worker_Schedule>
 
-    private var requests: RingHalves<UInt8>
-    private var responses: RingHalves<UInt8>
+    private var requestsOut: RingProducer<UInt8>
+    private var requestsIn: RingConsumer<UInt8>
+    private var responsesOut: RingProducer<UInt8>
+    private var responsesIn: RingConsumer<UInt8>
     private let requestScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: LV2Worker.messageLimit, alignment: 16)
     private let responseScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: LV2Worker.messageLimit, alignment: 16)
     private let wake = WakeSignal()
@@ -44,8 +46,12 @@ final class LV2Worker: @unchecked Sendable {
 
     init(log: LV2Log) {
         self.log = log
-        requests = makeRing(of: UInt8.self, capacity: Self.ringCapacity)
-        responses = makeRing(of: UInt8.self, capacity: Self.ringCapacity)
+        let requests = makeRing(of: UInt8.self, capacity: Self.ringCapacity)
+        requestsOut = requests.producer
+        requestsIn = requests.consumer
+        let responses = makeRing(of: UInt8.self, capacity: Self.ringCapacity)
+        responsesOut = responses.producer
+        responsesIn = responses.consumer
         schedule = .allocate(capacity: 1)
         immediateSchedule = .allocate(capacity: 1)
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -95,7 +101,7 @@ final class LV2Worker: @unchecked Sendable {
     /// work:schedule from `run`: the request into the ring, the thread woken. [audio-thread]
     private func enqueue(size: UInt32, data: UnsafeRawPointer?) -> LV2_Worker_Status {
         guard interface != nil, Int(size) <= Self.messageLimit, size == 0 || data != nil else { return LV2_WORKER_ERR_UNKNOWN }
-        guard Self.push(size: size, data: data, into: &requests.producer) else { return LV2_WORKER_ERR_NO_SPACE }
+        guard Self.push(size: size, data: data, into: &requestsOut) else { return LV2_WORKER_ERR_NO_SPACE }
         wake.post()
         return LV2_WORKER_SUCCESS
     }
@@ -104,7 +110,7 @@ final class LV2Worker: @unchecked Sendable {
     @inline(__always)
     func deliverResponses() {
         guard let interface, let respond = interface.pointee.work_response else { return }
-        while let size = Self.pop(from: &responses.consumer, into: responseScratch) {
+        while let size = Self.pop(from: &responsesIn, into: responseScratch) {
             _ = respond(handle, UInt32(size), responseScratch.baseAddress)
         }
     }
@@ -121,7 +127,7 @@ final class LV2Worker: @unchecked Sendable {
     private func serve() {
         while true {
             wake.wait(timeout: 1)
-            while let size = Self.pop(from: &requests.consumer, into: requestScratch) {
+            while let size = Self.pop(from: &requestsIn, into: requestScratch) {
                 _ = work(size: UInt32(size), data: requestScratch.baseAddress)
             }
             log.drain()
@@ -139,7 +145,7 @@ final class LV2Worker: @unchecked Sendable {
             // SAFETY: `context` is this worker, alive for the call.
             Unmanaged<LV2Worker>.fromOpaque(context!)._withUnsafeGuaranteedRef { worker in
                 guard Int(size) <= LV2Worker.messageLimit, size == 0 || data != nil else { return LV2_WORKER_ERR_UNKNOWN }
-                return LV2Worker.push(size: size, data: data, into: &worker.responses.producer)
+                return LV2Worker.push(size: size, data: data, into: &worker.responsesOut)
                     ? LV2_WORKER_SUCCESS : LV2_WORKER_ERR_NO_SPACE
             }
         }, context, size, data)
@@ -170,7 +176,8 @@ final class LV2Log: @unchecked Sendable {
 
     let feature: UnsafeMutablePointer<LV2_Log_Log>
     private let target: UnsafeMutablePointer<sluice_lv2_log_target>
-    private var lines: RingHalves<UInt8>
+    private var linesOut: RingProducer<UInt8>
+    private var linesIn: RingConsumer<UInt8>
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 16)
     /// The thread running the instance's cycle, set at the start of each render.
     let realtimeThread = Atomic<UInt>(0)
@@ -187,7 +194,9 @@ final class LV2Log: @unchecked Sendable {
         var logger = Logger(label: "sluice.lv2")
         logger[metadataKey: "plugin"] = .string(plugin)
         self.logger = logger
-        lines = makeRing(of: UInt8.self, capacity: 16 * 1024)
+        let lines = makeRing(of: UInt8.self, capacity: 16 * 1024)
+        linesOut = lines.producer
+        linesIn = lines.consumer
         feature = .allocate(capacity: 1)
         target = .allocate(capacity: 1)
         target.initialize(to: sluice_lv2_log_target(sink: { context, type, line, length in
@@ -210,7 +219,7 @@ final class LV2Log: @unchecked Sendable {
             let count = min(length, scratch.count)
             var header = (UInt32(type), UInt32(count))
             let queued = withUnsafeBytes(of: &header) { header in
-                lines.producer.pushMessage(header: header, body: UnsafeRawBufferPointer(start: line, count: count))
+                linesOut.pushMessage(header: header, body: UnsafeRawBufferPointer(start: line, count: count))
             }
             guard queued else {
                 droppedLines.add(1, ordering: .relaxed)
@@ -224,7 +233,7 @@ final class LV2Log: @unchecked Sendable {
 
     /// Every queued line into Sluice's log. [worker thread]
     func drain() {
-        while let (header, count) = lines.consumer.popMessage((UInt32, UInt32).self, into: scratch, bodyLength: { Int($0.1) }) {
+        while let (header, count) = linesIn.popMessage((UInt32, UInt32).self, into: scratch, bodyLength: { Int($0.1) }) {
             emit(type: header.0, text: String(decoding: UnsafeRawBufferPointer(rebasing: scratch[..<count]), as: UTF8.self))
         }
         let dropped = droppedLines.exchange(0, ordering: .relaxed)

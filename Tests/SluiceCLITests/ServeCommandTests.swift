@@ -718,9 +718,10 @@ extension ServeCommandTests {
             nodes:
               tone:  { type: tone, frequency: 997, amplitude: 0.5, duration: 60 }
               meter: { type: meter, interval: 0.1 }
+              eq:    { type: lv2, uri: "http://gareus.org/oss/lv2/fil4#mono" }
               level: { type: fader, length: 0, ramp: 0.01 }
               out:   { type: jack.sink, connect: none }
-            links: [tone -> meter -> level -> out]
+            links: [tone -> meter -> eq -> level -> out]
             playback: { max-buffered: 0.5 }
             """, to: "meter.yaml")
         let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name, extra: ["--osc-port", "0"])
@@ -765,6 +766,19 @@ extension ServeCommandTests {
             #expect(abs(peak - -6.02) <= 0.05 && abs(rms - -9.03) <= 0.05, "peak \(peak), rms \(rms)")
             #expect(momentary > -30 && momentary < 0, "momentary \(momentary)")
         }
+
+        // The equaliser's own meter (its `peak` control output, in dB) as `control-output` events.
+        var controlOutput: [String: Any]?
+        while controlOutput == nil, Date() < deadline.addingTimeInterval(5) {
+            guard let datagram = udp.receive(timeout: 1), let message = OSCMessage.decode(datagram),
+                message.address == "/sluice/event", message.arguments.count == 2,
+                case .string("control-output") = message.arguments[0], case .string(let json) = message.arguments[1]
+            else { continue }
+            controlOutput = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        }
+        #expect(controlOutput?["node"] as? String == "eq" && controlOutput?["output"] as? String == "peak", "\(controlOutput ?? [:])")
+        #expect(abs((controlOutput?["value"] as? Double ?? 0) - -6.02) < 0.5, "\(controlOutput ?? [:])")
+        #expect((controlOutput?["frame"] as? Int ?? 0) > 0, "\(controlOutput ?? [:])")
 
         // A change sent over OSC is answered at once (no frame yet); its event follows with the frame.
         let set = try reply("/sluice/node/level/gain", [.float(0.5)])

@@ -281,6 +281,29 @@ import Testing
         if AllocationCounter.testsEnabled { #expect(allocations == 0) }
     }
 
+    @Test("control outputs are posted by the cycle and taken as reports: x42's equaliser's peak meter reads a −6 dBFS sine; the cycle allocates nothing")
+    func controlOutputsReported() throws {
+        let type = try LV2NodeType.type(of: LV2World.shared.plugin(uri: "http://gareus.org/oss/lv2/fil4#mono"))
+        let node = try #require(try type.make(NodeParameters([:])) as? LV2Node)
+        try node.prepare(PrepareContext(
+            inputFormats: [.frames(rate: Self.rate, channels: 1)], outputFormats: [.frames(rate: Self.rate, channels: 1)],
+            maximumUnits: 4096, blockFrames: 256))
+        defer { node.deactivate() }
+        var input = Signals.sine(frequency: 997, sampleRate: Self.rate, frames: 4_800, amplitude: 0.5)
+        var output = [Float](repeating: 0, count: input.count)
+        // The plugin's first run makes what it makes lazily (the plugin's affair); then the cycle
+        // allocates nothing.
+        _ = node.render(&input, &output, frames: 256)
+        let allocations = AllocationCounter.count { _ = node.render(&input, &output, frames: input.count) }
+        if AllocationCounter.testsEnabled { #expect(allocations == 0) }
+        let reports = node.takeReports()
+        let peak = try #require(reports.first { $0.name == "peak" }, "\(reports)")
+        // The plugin's own meter and ballistics: within half a dB of the sine's −6.02 dB.
+        #expect(abs(peak.value - -6.02) < 0.5, "\(peak)")
+        #expect(peak.frame == 256 + 4_800, "\(peak)")
+        #expect(node.takeReports().isEmpty, "reports are taken once")
+    }
+
     /// A state file (as lilv writes one) that gives the convolver `ir` (relative to the file).
     static func convolverState(ir: String) -> String {
         """

@@ -46,3 +46,29 @@ public struct MeterReading: Sendable, Hashable {
         }
     }
 }
+
+/// A node whose hosted plugin reports values of its own (an LV2 plugin's control outputs: its
+/// meters, a compressor's gain reduction, a tuner's pitch): the cycle posts each change
+/// through a lock-free queue; whoever follows the run (`sluice serve`'s event stream) takes
+/// them on its control thread.
+public protocol ReportingNode: Node {
+    /// [control-thread] The latest value of each output that changed since the last call,
+    /// in the order of the outputs.
+    func takeReports() -> [ReportedValue]
+}
+
+/// One reported value.
+public struct ReportedValue: Sendable, Hashable {
+    /// The output's name (an LV2 port's symbol).
+    public var name: String
+    public var value: Double
+    /// The node's output frame (counted since its stream began) at the end of the block that
+    /// produced it.
+    public var frame: Int
+
+    public init(name: String, value: Double, frame: Int) {
+        self.name = name
+        self.value = value
+        self.frame = frame
+    }
+}
