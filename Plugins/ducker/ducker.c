@@ -131,9 +131,11 @@ static bool ducker_activate(void *instance, uint32_t sample_rate, uint32_t max_f
 
 /* A parameter event: `depth` starts a ramp to its new D from this frame. */
 static void ducker_apply(ducker_t *self, const sluice_event_header_t *header) {
-    if (header->kind != SLUICE_EVENT_PARAM || header->size < sizeof(sluice_param_event_t)) return;
+    if (header->kind != SLUICE_EVENT_PARAM || header->size < offsetof(sluice_param_event_t, param_name)) return;
     const sluice_param_event_t *event = (const sluice_param_event_t *)header;
-    if (event->param_index != PARAM_DEPTH) return;
+    /* By name where the host gives one (every host since it was added), else by index. */
+    const bool named = SLUICE_EVENT_HAS_FIELD(event, sluice_param_event_t, param_name) && event->param_name != NULL;
+    if (named ? strcmp(event->param_name, "depth") != 0 : event->param_index != PARAM_DEPTH) return;
     self->depth_db = event->value;
     self->duck_target = pow(10.0, -event->value / 20.0);
     if (self->ramp_frames == 0) {

@@ -18,5 +18,6 @@ _Static_assert(offsetof(sluice_process_t, size) == 40, "version 1's sluice_proce
 _Static_assert(offsetof(sluice_processor_vtable_t, size) == 40, "version 1's processor vtable was 5 pointers");
 _Static_assert(offsetof(sluice_provider_vtable_t, size) == 80, "version 1's provider vtable was 10 pointers");
 _Static_assert(sizeof(sluice_event_header_t) == 16, "sluice_event_header_t is four uint32_t");
-_Static_assert(sizeof(sluice_param_event_t) == 32, "sluice_param_event_t layout");
+_Static_assert(offsetof(sluice_param_event_t, param_name) == 32, "sluice_param_event_t was 32 bytes before param_name");
+_Static_assert(sizeof(sluice_param_event_t) == 40, "sluice_param_event_t layout");
 _Static_assert(sizeof(sluice_marker_event_t) == 40, "sluice_marker_event_t layout");

@@ -80,7 +80,7 @@ public struct ProcessEvents: RandomAccessCollection {
         let offset = Int(header.pointee.offset)
         let size = Int(header.pointee.size)
         switch Int(header.pointee.kind) {
-        case SLUICE_EVENT_PARAM where size >= MemoryLayout<sluice_param_event_t>.size:
+        case SLUICE_EVENT_PARAM where size >= MemoryLayout<sluice_param_event_t>.offset(of: \.param_name)!:
             let event = raw.assumingMemoryBound(to: sluice_param_event_t.self).pointee
             return .parameter(index: Int(event.param_index), value: event.value, offset: offset)
         case SLUICE_EVENT_MARKER where size >= MemoryLayout<sluice_marker_event_t>.size:

@@ -1,3 +1,4 @@
+import Glibc
 import SluiceAudio
 import SluicePluginABI
 
@@ -22,9 +23,16 @@ final class PluginEventList {
     let pointers: UnsafeMutablePointer<UnsafePointer<sluice_event_header_t>?>
     private(set) var count = 0
 
-    init(capacity: Int) {
+    /// Each parameter's name as a C string, by index: what `param_name` points at.
+    private let parameterNames: UnsafeMutableBufferPointer<UnsafeMutablePointer<CChar>?>
+
+    /// - Parameter parameterNames: the node descriptor's parameters, in order.
+    init(capacity: Int, parameterNames: [String]) {
         precondition(capacity > 0, "an event list holds at least one event")
         self.capacity = capacity
+        self.parameterNames = .allocate(capacity: max(parameterNames.count, 1))
+        self.parameterNames.initialize(repeating: nil)
+        for (index, name) in parameterNames.enumerated() { self.parameterNames[index] = strdup(name) }
         storage = .allocate(byteCount: capacity * Self.slotSize, alignment: 16)
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * Self.slotSize)
         pointers = .allocate(capacity: capacity)
@@ -34,6 +42,8 @@ final class PluginEventList {
     deinit {
         storage.deallocate()
         pointers.deallocate()
+        for name in parameterNames { free(name) }
+        parameterNames.deallocate()
     }
 
     var isFull: Bool { count == capacity }
@@ -46,6 +56,7 @@ final class PluginEventList {
         event.header = Self.header(SLUICE_EVENT_PARAM, MemoryLayout<sluice_param_event_t>.size)
         event.param_index = UInt32(index)
         event.value = value
+        event.param_name = parameterNames.indices.contains(index) ? UnsafePointer(parameterNames[index]) : nil
         push(event)
     }
 

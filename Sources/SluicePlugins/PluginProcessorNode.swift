@@ -58,6 +58,9 @@ public class PluginProcessorNode: ProcessorNode {
     /// slot's queue holds 256) and markers on every input. More go in calls of 0 frames.
     static func eventCapacity(inputs: Int) -> Int { 256 + 16 * inputs }
 
+    /// The descriptor's parameter names, in order: what a change's event names it by.
+    private let parameterNames: [String]
+
     init(
         library: PluginLibrary, type: PluginNodeType, instance: UnsafeMutableRawPointer,
         functions v: sluice_processor_vtable_t
@@ -68,6 +71,7 @@ public class PluginProcessorNode: ProcessorNode {
         }
         self.library = library
         typeName = type.descriptor.typeName
+        parameterNames = type.descriptor.parameters.map(\.name)
         self.instance = instance
         vtable = v
         inputCount = type.descriptor.inputs.count
@@ -125,7 +129,7 @@ public class PluginProcessorNode: ProcessorNode {
         self.call = call
         inputs = LockstepInputs(count: inputCount)
         if takesEvents {
-            let events = PluginEventList(capacity: Self.eventCapacity(inputs: inputCount))
+            let events = PluginEventList(capacity: Self.eventCapacity(inputs: inputCount), parameterNames: parameterNames)
             // One event of each kind, at once forgotten: what Swift's runtime sets up on a
             // path's first use is set up here, not on the audio thread's first change.
             events.append(parameter: 0, value: 0)

@@ -81,12 +81,14 @@ import Testing
                 list.deallocate()
                 inputList.deallocate()
             }
+            // Events as a host built before `param_name` sent them (32 bytes, by index alone):
+            // the old form, which plugins still take.
             for (index, event) in events.enumerated() {
                 (changes + index).initialize(to: sluice_param_event_t(
                     header: sluice_event_header_t(
-                        size: UInt32(MemoryLayout<sluice_param_event_t>.size), kind: sluice_event_kind_t(SLUICE_EVENT_PARAM),
-                        offset: UInt32(event.offset), reserved: 0),
-                    param_index: UInt32(event.parameter), reserved: 0, value: event.value))
+                        size: UInt32(MemoryLayout<sluice_param_event_t>.offset(of: \.param_name)!),
+                        kind: sluice_event_kind_t(SLUICE_EVENT_PARAM), offset: UInt32(event.offset), reserved: 0),
+                    param_index: UInt32(event.parameter), reserved: 0, value: event.value, param_name: nil))
                 // SAFETY: each event starts with its header; the C side reads it through it.
                 list[index] = UnsafeRawPointer(changes + index).assumingMemoryBound(to: sluice_event_header_t.self)
             }

@@ -36,14 +36,26 @@ typedef struct sluice_event_header {
     uint32_t reserved;
 } sluice_event_header_t;
 
+/* Whether `event` (a pointer to an event struct) was built with `field`: its header's `size`
+ * covers it. Fields appended to an event since it first shipped are read only then. */
+#define SLUICE_EVENT_HAS_FIELD(event, type, field) \
+    ((event)->header.size >= offsetof(type, field) + sizeof(((const type *)0)->field))
+
 /* A live parameter's new value (SLUICE_PARAM_LIVE, descriptor.h). */
 typedef struct sluice_param_event {
     sluice_event_header_t header; /* kind SLUICE_EVENT_PARAM */
-    /* The parameter's index in the node descriptor's `params`. */
+    /* The parameter's index in the node descriptor's `params`. Plugins built before
+     * `param_name` existed read this; new code should match `param_name` instead, which
+     * stays right when the descriptor's order and the code's constants drift apart. */
     uint32_t param_index;
     uint32_t reserved; /* 0 */
     /* The new value, within the parameter's range; a whole number for an INTEGER. */
     double value;
+    /* Appended in 0.x (read when SLUICE_EVENT_HAS_FIELD(event, sluice_param_event_t,
+     * param_name)): the parameter's name as the descriptor declares it, NUL-terminated,
+     * owned by the host and valid during the call. The host always sets it, and sets
+     * `param_index` to the same parameter. */
+    const char *param_name;
 } sluice_param_event_t;
 
 /* What a marker announces. */

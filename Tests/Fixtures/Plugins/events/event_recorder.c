@@ -19,7 +19,9 @@
  * where frame = position + offset: the frame of the stream the event applies from. Broken
  * rules: 1 events out of offset order, 2 an offset past the call's frames, 3 a
  * sluice_process_t smaller than version 2's, 4 a call of 0 frames without events, 5 an event
- * kind this plugin does not know, 6 an event smaller than its kind.
+ * kind this plugin does not know, 6 an event smaller than the old form of its kind, 7 a
+ * parameter event with room for `param_name` whose name is missing or does not name the
+ * parameter at its `param_index`.
  *
  * `bad-vtable: true` hands the host a vtable whose `size` is 0, which it must refuse.
  */
@@ -117,13 +119,21 @@ static void recorder_apply(recorder_t *self, const sluice_process_t *process, ui
     const sluice_event_header_t *header = process->events[index];
     const double frame = (double)(process->position + header->offset);
     if (header->kind == SLUICE_EVENT_PARAM) {
-        if (header->size < sizeof(sluice_param_event_t)) {
+        if (header->size < offsetof(sluice_param_event_t, param_name)) {
             record(self->log, 9, 6, index, header->offset, (double)process->position, 0, 0, 0);
             return;
         }
         const sluice_param_event_t *event = (const sluice_param_event_t *)header;
         record(self->log, 1, event->param_index, 0, header->offset, frame, event->value, 0, 0);
-        if (event->param_index == PARAM_GAIN) self->gain = event->value;
+        /* A host that sends the name (events.h) sends the index of the same parameter; an
+         * event of the size before names were added goes by its index. */
+        const bool named = SLUICE_EVENT_HAS_FIELD(event, sluice_param_event_t, param_name);
+        if (named && (event->param_name == NULL || event->param_index >= PARAM_COUNT
+                      || strcmp(event->param_name, recorder_params[event->param_index].name) != 0)) {
+            record(self->log, 9, 7, index, header->offset, (double)process->position, 0, 0, 0);
+            return;
+        }
+        if (named ? strcmp(event->param_name, "gain") == 0 : event->param_index == PARAM_GAIN) self->gain = event->value;
     } else if (header->kind == SLUICE_EVENT_MARKER) {
         if (header->size < sizeof(sluice_marker_event_t)) {
             record(self->log, 9, 6, index, header->offset, (double)process->position, 0, 0, 0);
