@@ -18,8 +18,8 @@ struct NodesCommandTests {
         ("mixer", "processor", Self.mixerParameters),
         ("channel-map", "processor", ["channels", "routing"]),
         ("tee", "processor", ["outputs"]),
-        ("wav.sink", "sink", ["path", "format", "sample-format", "rate", "channels", "title", "artist"]),
-        ("null.sink", "sink", ["rate", "channels", "speed", "period"]),
+        ("wav.sink", "sink", ["path", "format", "sample-format", "rate", "channels", "title", "artist", "meter"]),
+        ("null.sink", "sink", ["rate", "channels", "speed", "period", "meter"]),
     ]
 
     /// One type's entry as printed: `type (kind): summary`, port lines, `  name: …` lines.

@@ -34,7 +34,7 @@ public struct GraphCompiler {
 
     /// - Throws: every problem found, in file order.
     public func compile(_ description: GraphDescription) throws(GraphDiagnostics) -> CompiledGraph {
-        var state = CompileState(description: description)
+        var state = CompileState(description: description.insertingSinkMeters(registry: registry))
         checkLimits(&state)
         guard state.diagnostics.isEmpty else { throw state.sortedDiagnostics }
         createNodes(&state)

@@ -65,7 +65,7 @@ public struct NodeRegistry: Sendable {
     public mutating func register(_ type: NodeType) throws(RegistrationError) {
         let name = type.descriptor.typeName
         guard types[name] == nil else { throw .duplicate(name) }
-        types[name] = type
+        types[name] = Self.addingSinkMeter(to: type)
     }
 
     public func type(named name: String) -> NodeType? { types[name] }
