@@ -16,7 +16,7 @@ struct NodesCommandTests {
         ("fader", "processor", ["length", "gain", "ramp"]),
         ("meter", "processor", ["interval", "loudness", "true-peak"]),
         ("mixer", "processor", Self.mixerParameters),
-        ("channel-map", "processor", ["channels", "routing"]),
+        ("channel-map", "processor", ["channels", "routing", "gain", "pan"]),
         ("tee", "processor", ["outputs"]),
         ("wav.sink", "sink", ["path", "format", "sample-format", "rate", "channels", "title", "artist", "meter"]),
         ("null.sink", "sink", ["rate", "channels", "speed", "period", "meter"]),
@@ -88,7 +88,7 @@ struct NodesCommandTests {
               out  out [frames]  The same format, `length` frames later
               length: integer in 0…48000 (frames), default 256 — Fade length, and the delay the node adds to look ahead for breaks.
               gain: number in 0…4, default 1, live — Linear gain on everything; 1 leaves samples outside the fades untouched.
-              ramp: number in 0…10 (s), default 0.02 — How long a gain change takes while playing, a straight line so it never clicks.
+              ramp: number in 0…10 (s), default 0.02, live — How long a gain change takes while playing, a straight line so it never clicks; live (from the next gain change).
 
             """)
     }

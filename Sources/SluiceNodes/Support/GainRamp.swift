@@ -47,6 +47,20 @@ public struct GainRamp: Sendable {
         }
     }
 
+    /// Multiplies one channel (`channel` of `channels`) of `frames` interleaved frames in place.
+    public mutating func apply(toChannel channel: Int, of samples: UnsafeMutablePointer<Float>, frames: Int, channels: Int) {
+        var frame = 0
+        while remaining > 0 && frame < frames {
+            advance()
+            samples[frame * channels + channel] *= current
+            frame += 1
+        }
+        if frame < frames && current != 1 {
+            let gain = current
+            for index in frame..<frames { samples[index * channels + channel] *= gain }
+        }
+    }
+
     /// Adds `frames` interleaved frames of `source`, scaled, into `destination`.
     public mutating func accumulate(
         _ source: UnsafePointer<Float>, into destination: UnsafeMutablePointer<Float>,

@@ -7,8 +7,12 @@ import SluiceGraph
 /// channel, and N channels to mono are averaged (stereo to mono is `ChannelMap.stereoToMono`).
 /// Other counts need a routing, so channels are never guessed.
 ///
+/// Live: `gain` (on every output channel) and `pan` (the balance of a stereo output: centre
+/// leaves both sides at 0 dB, −1 silences the right, 1 the left, linearly) may change while
+/// the graph plays; each output channel's gain moves there in a straight line over 20 ms.
+///
 /// Markers: pass through at the same positions (the node is 1:1). Drain: nothing held.
-public final class ChannelMapNode: ProcessorNode {
+public final class ChannelMapNode: LiveParameterNode {
     public static let type = NodeType(
         NodeDescriptor(
             typeName: "channel-map", kind: .processor,
@@ -22,10 +26,22 @@ public final class ChannelMapNode: ProcessorNode {
                 ParameterDescriptor(
                     "routing", .list, default: nil,
                     summary: "Per output channel, the input channel it copies (0 is the first) or - for silence."),
+                ParameterDescriptor(
+                    "gain", .number(0...4), default: .number(1), live: true,
+                    summary: "Linear gain on every output channel; changes move there over 20 ms."),
+                ParameterDescriptor(
+                    "pan", .number(-1...1), default: .number(0), live: true,
+                    summary: "Balance of a stereo output: 0 leaves both sides as they are, -1 silences the right, 1 the left (linear); changes move there over 20 ms."),
             ])
     ) { parameters in
         let channels = parameters.integer("channels")
-        guard parameters["routing"] != nil else { return ChannelMapNode(channels: channels) }
+        let gain = Float(parameters.double("gain")), pan = Float(parameters.double("pan"))
+        if parameters.isGiven("pan") && pan != 0 && channels != 2 {
+            throw NodeCreationError(
+                "`pan` balances a stereo output, and this map has \(channels) channels",
+                fix: "leave `pan` out, or set `channels: 2`", parameter: "pan")
+        }
+        guard parameters["routing"] != nil else { return ChannelMapNode(channels: channels, gain: gain, pan: pan) }
         let entries = parameters.list("routing")
         guard entries.count == channels else {
             throw NodeCreationError(
@@ -45,19 +61,57 @@ public final class ChannelMapNode: ProcessorNode {
                     fix: "give input channel numbers counted from 0, or - for silence", parameter: "routing")
             }
         }
-        return ChannelMapNode(channels: channels, routing: routing)
+        return ChannelMapNode(channels: channels, routing: routing, gain: gain, pan: pan)
     }
+
+    /// `gain`'s and `pan`'s indices among the type's parameters, as live changes name them.
+    public static let gainParameter = 2
+    public static let panParameter = 3
+    /// How long a live change of `gain` or `pan` takes: short enough to feel immediate, long
+    /// enough not to click (the fader's default ramp).
+    public static let rampSeconds = 0.02
 
     public let outputChannels: Int
     /// Per output channel, the input channel it copies (nil: silence); nil for the defaults.
     public let routing: [Int?]?
     private var map: ChannelMap?
+    /// The gain and pan the graph gave, and those live changes set.
+    public private(set) var gain: Float
+    public private(set) var pan: Float
+    // SAFETY: one ramp per output channel, allocated in `prepare`, freed in `deactivate`; used
+    // by one thread at a time (the graph's rule).
+    private var ramps: UnsafeMutableBufferPointer<GainRamp>?
+    /// True while every output gain is exactly 1: the map's output passes untouched.
+    private var unity = true
+    private var rampFrames = 0
 
-    public init(channels: Int = 2, routing: [Int?]? = nil) {
+    public init(channels: Int = 2, routing: [Int?]? = nil, gain: Float = 1, pan: Float = 0) {
         precondition(channels > 0, "a channel map needs an output channel")
         precondition(routing == nil || routing!.count == channels, "one routing entry per output channel")
         outputChannels = channels
         self.routing = routing
+        self.gain = gain
+        self.pan = pan
+    }
+
+    deinit { ramps?.deallocate() }
+
+    /// Output channel `channel`'s gain for `gain` and `pan`.
+    func outputGain(_ channel: Int) -> Float {
+        guard outputChannels == 2 else { return gain }
+        let side: Float = channel == 0 ? min(1, 1 - pan) : min(1, 1 + pan)
+        return gain * side
+    }
+
+    public func apply(_ change: ParameterChange) {
+        guard let ramps, change.value.isFinite else { return }
+        switch change.parameter {
+        case Self.gainParameter: gain = Float(min(max(change.value, 0), 4))
+        case Self.panParameter: pan = Float(min(max(change.value, -1), 1))
+        default: return
+        }
+        for channel in 0..<outputChannels { ramps[channel].ramp(to: outputGain(channel), over: rampFrames) }
+        unity = false
     }
 
     public func outputFormats(for inputs: [StreamFormat], context: FormatContext) throws(FormatMismatch) -> [StreamFormat] {
@@ -71,6 +125,12 @@ public final class ChannelMapNode: ProcessorNode {
             throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
         }
         map = try ChannelMap(matrix: matrix(inputChannels: channels))
+        if case .frames(let rate, _)? = context.inputFormats.first { rampFrames = Int((Self.rampSeconds * Double(rate)).rounded()) }
+        ramps?.deallocate()
+        let ramps = UnsafeMutableBufferPointer<GainRamp>.allocate(capacity: outputChannels)
+        for channel in 0..<outputChannels { ramps[channel] = GainRamp(outputGain(channel)) }
+        self.ramps = ramps
+        unity = (0..<outputChannels).allSatisfy { ramps[$0].isUnity }
     }
 
     /// Each frame in is one frame out, mapped.
@@ -83,6 +143,14 @@ public final class ChannelMapNode: ProcessorNode {
         else { return }
         // SAFETY: both views hold at least `frames` frames of their own channel counts.
         map.process(source, frames: frames, into: target)
+        if !unity, let ramps {
+            var settled = true
+            for channel in 0..<outputChannels {
+                ramps[channel].apply(toChannel: channel, of: target, frames: frames, channels: outputChannels)
+                settled = settled && ramps[channel].isUnity
+            }
+            unity = settled
+        }
         io.consume(frames, input: 0)
         io.produce(frames, output: 0)
     }
@@ -93,6 +161,8 @@ public final class ChannelMapNode: ProcessorNode {
 
     public func deactivate() {
         map = nil
+        ramps?.deallocate()
+        ramps = nil
     }
 
     /// The gains from `inputChannels` to the output, row by row, or why that input cannot be

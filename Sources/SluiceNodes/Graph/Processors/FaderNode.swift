@@ -26,8 +26,8 @@ public final class FaderNode: LiveParameterNode {
                     "gain", .number(0...4), default: .number(1), live: true,
                     summary: "Linear gain on everything; 1 leaves samples outside the fades untouched."),
                 ParameterDescriptor(
-                    "ramp", .number(0...10), default: .number(FaderNode.defaultRamp), unit: "s",
-                    summary: "How long a gain change takes while playing, a straight line so it never clicks."),
+                    "ramp", .number(0...10), default: .number(FaderNode.defaultRamp), unit: "s", live: true,
+                    summary: "How long a gain change takes while playing, a straight line so it never clicks; live (from the next gain change)."),
             ])
     ) { parameters in
         FaderNode(
@@ -37,8 +37,9 @@ public final class FaderNode: LiveParameterNode {
 
     /// 20 ms: long enough that no gain change clicks, short enough to feel immediate.
     public static let defaultRamp = 0.02
-    /// `gain`'s index among the type's parameters, as live changes name it.
+    /// `gain`'s and `ramp`'s indices among the type's parameters, as live changes name them.
     public static let gainParameter = 1
+    public static let rampParameter = 2
 
     // The two fields the frame kernel reads come first, on the object's first cache line.
     // SAFETY: `fader`, unretained, for `process` on the audio thread (binding the optional
@@ -53,6 +54,7 @@ public final class FaderNode: LiveParameterNode {
     public let gain: Float
     public let ramp: Double
     private var rampFrames = 0
+    private var rate = 0
     private var fader: Fader? {
         didSet { faderRef = fader.map { .passUnretained($0) } }
     }
@@ -71,8 +73,12 @@ public final class FaderNode: LiveParameterNode {
     public var currentGain: Float { fader?.gain ?? gain }
 
     public func apply(_ change: ParameterChange) {
-        guard change.parameter == Self.gainParameter else { return }
-        fader?.setGain(Float(change.value), rampFrames: rampFrames)
+        switch change.parameter {
+        case Self.gainParameter: fader?.setGain(Float(change.value), rampFrames: rampFrames)
+        case Self.rampParameter where change.value.isFinite && change.value >= 0:
+            rampFrames = Int((min(change.value, 10) * Double(rate)).rounded())
+        default: break
+        }
     }
 
     /// The look-ahead: output lags input by the fade length.
@@ -93,6 +99,7 @@ public final class FaderNode: LiveParameterNode {
         let fader = Fader(channels: channels, fadeLength: length)
         fader.setGain(gain, rampFrames: 0)
         rampFrames = Int((ramp * Double(rate)).rounded())
+        self.rate = rate
         self.fader = fader
         framesConsumed = 0
         shapedThrough = 0

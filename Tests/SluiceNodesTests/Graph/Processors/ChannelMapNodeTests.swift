@@ -18,11 +18,14 @@ struct ChannelMapNodeTests {
         return harness
     }
 
-    @Test("descriptor: channels 1…64, default 2; routing optional")
+    @Test("descriptor: channels 1…64, default 2; routing optional; gain and pan live")
     func descriptor() throws {
         let descriptor = ChannelMapNode.type.descriptor
         #expect(descriptor.typeName == "channel-map")
-        #expect(descriptor.parameters.map(\.name) == ["channels", "routing"])
+        #expect(descriptor.parameters.map(\.name) == ["channels", "routing", "gain", "pan"])
+        #expect(descriptor.parameters.filter(\.isLive).map(\.name) == ["gain", "pan"])
+        #expect(descriptor.parameters[ChannelMapNode.gainParameter].name == "gain")
+        #expect(descriptor.parameters[ChannelMapNode.panParameter].name == "pan")
         let channels = try #require(descriptor.parameter(named: "channels"))
         #expect(channels.type == .integer(1...64))
         #expect(channels.defaultValue == .integer(2))
@@ -142,5 +145,41 @@ struct ChannelMapNodeTests {
         let harness = try map(noiseFrames(1_000, seed: 7), inputChannels: 1, [:], markers: markers)
         #expect(harness.frameCount() == 1_000)
         #expect(harness.markers[0] == markers)
+    }
+
+    @Test("live pan and gain on mono to stereo: each side moves in a straight line over 20 ms to its balance, without allocating")
+    func livePanAndGain() throws {
+        let node = ChannelMapNode(channels: 2)
+        let harness = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
+        harness.feed(Array(repeating: 0.5, count: 100))
+        harness.run()
+        #expect(harness.output() == Array(repeating: 0.5, count: 200), "unity: an exact copy")
+        harness.countsAllocations = true
+        node.apply(ParameterChange(parameter: ChannelMapNode.panParameter, value: -0.5))  // right × 0.5
+        harness.feed(Array(repeating: 0.5, count: 2_000))
+        harness.run()
+        var output = Array(harness.output().dropFirst(200))
+        // 960 frames of ramp at 48 kHz: the right side halfway there after 480.
+        #expect(output.enumerated().allSatisfy { $0.offset % 2 == 1 || $0.element == 0.5 }, "the left stays")
+        let halfway: Float = 0.5 - 0.25 * 480 / 960
+        #expect(abs(output[2 * 479 + 1] - halfway) < 1e-5, "\(output[2 * 479 + 1])")
+        #expect(output[2 * 959 + 1] == 0.25 && output[2 * 1_999 + 1] == 0.25)
+        node.apply(ParameterChange(parameter: ChannelMapNode.gainParameter, value: 2))
+        node.apply(ParameterChange(parameter: ChannelMapNode.panParameter, value: 1e300))  // clamped to 1: left silent
+        harness.feed(Array(repeating: 0.5, count: 1_000))
+        harness.run()
+        output = Array(harness.output().dropFirst(200 + 4_000))
+        #expect(output[2 * 999] == 0 && output[2 * 999 + 1] == 1, "\(output[2 * 999]), \(output[2 * 999 + 1])")
+        #expect(harness.allocations == 0)
+        #expect(node.gain == 2 && node.pan == 1)
+    }
+
+    @Test("`pan` on a map that is not stereo is refused, naming the fix")
+    func panNeedsStereo() {
+        var parameters = NodeParameters(["channels": .integer(3), "gain": .number(1), "pan": .number(0.5), "routing": .list(["0", "0", "0"])])
+        parameters.given = ["channels", "pan", "routing"]
+        #expect(throws: NodeCreationError("`pan` balances a stereo output, and this map has 3 channels", fix: "leave `pan` out, or set `channels: 2`", parameter: "pan")) {
+            _ = try ChannelMapNode.type.make(parameters)
+        }
     }
 }

@@ -23,7 +23,7 @@ struct FaderNodeTests {
         let node = FaderNode(length: 0, gain: 1, ramp: 0.001)  // 48 frames at 48 kHz
         #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].name == "gain")
         #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].isLive)
-        #expect(FaderNode.type.descriptor.parameters.filter(\.isLive).map(\.name) == ["gain"])
+        #expect(FaderNode.type.descriptor.parameters.filter(\.isLive).map(\.name) == ["gain", "ramp"])
         let harness = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
         harness.feed(Array(repeating: 1, count: 100))
         harness.run()
@@ -39,6 +39,24 @@ struct FaderNodeTests {
         }
         #expect(output.suffix(52).allSatisfy { $0 == 0.5 })
         #expect(harness.allocations == 0)
+    }
+
+    @Test("`ramp` is live: a change of it times the gain changes after it")
+    func liveRampChange() throws {
+        let node = FaderNode(length: 0, gain: 1, ramp: 0.001)
+        let harness = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
+        node.apply(ParameterChange(parameter: FaderNode.rampParameter, value: 0))
+        node.apply(ParameterChange(parameter: FaderNode.gainParameter, value: 0.25))
+        harness.feed(Array(repeating: 1, count: 10))
+        harness.run()
+        #expect(harness.output() == Array(repeating: 0.25, count: 10), "a ramp of 0 jumps")
+        node.apply(ParameterChange(parameter: FaderNode.rampParameter, value: 0.0005))  // 24 frames
+        node.apply(ParameterChange(parameter: FaderNode.gainParameter, value: 0.5))
+        harness.feed(Array(repeating: 1, count: 30))
+        harness.run()
+        let output = Array(harness.output().dropFirst(10))
+        #expect(abs(output[11] - (0.25 + 0.25 * 12 / 24)) < 1e-6, "\(output[11])")
+        #expect(output[23] == 0.5 && output[29] == 0.5)
     }
 
     @Test("with no look-ahead the frame kernel makes what process makes: the gain, in place too; it declines once deactivated, and a look-ahead has none")
