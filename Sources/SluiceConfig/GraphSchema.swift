@@ -18,15 +18,36 @@ public enum GraphSchema {
     /// `[A-Za-z_][A-Za-z0-9_-]*`: node and port names (`Names.isIdentifier`).
     static let namePattern = "[A-Za-z_][A-Za-z0-9_-]*"
 
+    /// One installed plugin of a hosting type (`lv2`, `ladspa`), for `sluice schema
+    /// --installed`: the values of the parameters that pick it, and its resolved descriptor.
+    public struct HostedPlugin: Sendable {
+        public var picking: [(name: String, value: String)]
+        public var descriptor: NodeDescriptor
+
+        public init(picking: [(name: String, value: String)], descriptor: NodeDescriptor) {
+            self.picking = picking
+            self.descriptor = descriptor
+        }
+
+        var key: String { descriptor.typeName + ":" + picking.map(\.value).joined(separator: ":") }
+    }
+
     /// The schema for graphs using `descriptors` (a registry's types; the order does not
-    /// matter: types are listed by name).
-    public static func document(for descriptors: [NodeDescriptor]) -> JSONValue {
+    /// matter: types are listed by name), and with `hosted` the installed plugins of hosting
+    /// types: each one's parameters checked once its picking values are typed, the picking
+    /// parameters offering the installed values as examples.
+    public static func document(for descriptors: [NodeDescriptor], hosted: [HostedPlugin] = []) -> JSONValue {
         let sorted = descriptors.sorted { $0.typeName < $1.typeName }
+        let plugins = hosted.sorted { $0.key < $1.key }
         let reference = "\(namePattern)(\\.\(namePattern))?"
         let space = "[ \\t]*"
-        var definitions: [JSONValue.Member] = [JSONValue.Member("node", node(sorted))]
+        var definitions: [JSONValue.Member] = [JSONValue.Member("node", node(sorted, hosted: plugins))]
         for descriptor in sorted {
-            definitions.append(JSONValue.Member(definitionName(descriptor.typeName), parameters(of: descriptor)))
+            let installed = plugins.filter { $0.descriptor.typeName == descriptor.typeName }
+            definitions.append(JSONValue.Member(definitionName(descriptor.typeName), parameters(of: descriptor, installed: installed)))
+        }
+        for (index, plugin) in plugins.enumerated() {
+            definitions.append(JSONValue.Member(pluginDefinitionName(plugin, index: index), parameters(of: plugin.descriptor)))
         }
         return [
             "$schema": .string(draft),
@@ -61,12 +82,33 @@ public enum GraphSchema {
         ]
     }
 
+    /// An installed plugin's `#/$defs/` name: `plugin.`, its type and its place in the sorted
+    /// list (URIs hold `#` and `/`, which a reference would have to escape).
+    static func pluginDefinitionName(_ plugin: HostedPlugin, index: Int) -> String {
+        "plugin.\(plugin.descriptor.typeName).\(index)"
+    }
+
     /// `#/$defs/` names: `node.` and the type's name.
     static func definitionName(_ typeName: String) -> String { "node." + typeName }
 
-    /// Any node: a known `type`, then that type's parameters.
-    static func node(_ descriptors: [NodeDescriptor]) -> JSONValue {
-        [
+    /// Any node: a known `type`, then that type's parameters (and an installed plugin's, once
+    /// its picking parameters name it).
+    static func node(_ descriptors: [NodeDescriptor], hosted: [HostedPlugin] = []) -> JSONValue {
+        let typeConditions: [JSONValue] = descriptors.map { descriptor in
+            [
+                "if": ["properties": ["type": ["const": .string(descriptor.typeName)]], "required": ["type"]],
+                "then": ["$ref": .string("#/$defs/" + definitionName(descriptor.typeName))],
+            ]
+        }
+        let pluginConditions: [JSONValue] = hosted.enumerated().map { index, plugin in
+            var properties: [JSONValue.Member] = [JSONValue.Member("type", ["const": .string(plugin.descriptor.typeName)])]
+            for (name, value) in plugin.picking { properties.append(JSONValue.Member(name, ["const": .string(value)])) }
+            return [
+                "if": ["properties": .object(properties), "required": .array((["type"] + plugin.picking.map(\.name)).map(JSONValue.string))],
+                "then": ["$ref": .string("#/$defs/" + pluginDefinitionName(plugin, index: index))],
+            ]
+        }
+        return [
             "description": "A node: `type` (run `sluice nodes` for each type's parameters) and its parameters.",
             "type": "object",
             "required": ["type"],
@@ -76,21 +118,24 @@ public enum GraphSchema {
                     "enum": .array(descriptors.map { .string($0.typeName) }),
                 ],
             ],
-            "allOf": .array(descriptors.map { descriptor in
-                [
-                    "if": ["properties": ["type": ["const": .string(descriptor.typeName)]], "required": ["type"]],
-                    "then": ["$ref": .string("#/$defs/" + definitionName(descriptor.typeName))],
-                ]
-            }),
+            "allOf": .array(typeConditions + pluginConditions),
         ]
     }
 
     /// One type's keys: `type` and each parameter; no other key (the compiler refuses unknown
     /// parameters).
-    static func parameters(of descriptor: NodeDescriptor) -> JSONValue {
+    static func parameters(of descriptor: NodeDescriptor, installed: [HostedPlugin] = []) -> JSONValue {
         var properties: [JSONValue.Member] = [JSONValue.Member("type", ["const": .string(descriptor.typeName)])]
         for parameter in descriptor.parameters {
-            properties.append(JSONValue.Member(parameter.name, schema(of: parameter)))
+            var entry = schema(of: parameter)
+            // A picking parameter offers what is installed (an editor completes from these).
+            let values = installed.compactMap { $0.picking.first { $0.name == parameter.name }?.value }
+            if !values.isEmpty, case .object(var members) = entry {
+                var seen = Set<String>()
+                members.append(JSONValue.Member("examples", .array(values.filter { seen.insert($0).inserted }.map(JSONValue.string))))
+                entry = .object(members)
+            }
+            properties.append(JSONValue.Member(parameter.name, entry))
         }
         let required = ["type"] + descriptor.parameters.filter(\.isRequired).map(\.name)
         return [

@@ -1,5 +1,7 @@
 import ArgumentParser
 import SluiceGraph
+import SluiceLADSPA
+import SluiceLV2
 import SluicePlugins
 
 struct PluginsCommand: ParsableCommand, LoggingCommand {
@@ -76,7 +78,25 @@ struct PluginsCommand: ParsableCommand, LoggingCommand {
                 }
             }
         }
+        if verbose { Self.printHostedPlugins() }
         if failed { throw ExitCode(1) }
+    }
+
+    /// `--verbose`: the LV2 and LADSPA plugins the `lv2` and `ladspa` node types can host, each
+    /// with its parameters (reading every bundle and library: only the verbose listing does).
+    static func printHostedPlugins() {
+        let lv2 = LV2World.shared.installedPlugins().plugins.filter { plugin in (try? LV2NodeType.type(of: plugin)) != nil }
+        print("\nLV2 plugins (`lv2` nodes; LV2_PATH or lilv's folders): \(lv2.count)")
+        for plugin in lv2 {
+            print("  \(plugin.uri)  \(plugin.summary)")
+            if !plugin.controls.isEmpty { print("    parameters: " + plugin.controls.map(\.symbol).joined(separator: ", ")) }
+        }
+        let ladspa = LADSPACatalog.installed().plugins.filter { plugin in (try? LADSPANodeType.type(of: plugin)) != nil }
+        print("\nLADSPA plugins (`ladspa` nodes; LADSPA_PATH and the system's folders): \(ladspa.count)")
+        for plugin in ladspa {
+            print("  \(LADSPACatalog.reference(of: plugin))  \(plugin.summary)")
+            if !plugin.controls.isEmpty { print("    parameters: " + plugin.controls.map(\.symbol).joined(separator: ", ")) }
+        }
     }
 
     /// The folder of a graph file's path.

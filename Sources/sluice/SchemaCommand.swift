@@ -1,6 +1,8 @@
 import ArgumentParser
 import SluiceConfig
 import SluiceGraph
+import SluiceLADSPA
+import SluiceLV2
 
 struct SchemaCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
@@ -16,7 +18,10 @@ struct SchemaCommand: ParsableCommand, LoggingCommand {
 
             The repository's schemas/sluice-graph.schema.json is this command's output for the \
             built-in nodes and the plugins built beside the tool; with plugins of your own, save \
-            your own: sluice schema > my-graph.schema.json. See docs/graph-files.md.
+            your own: sluice schema > my-graph.schema.json. With --installed it also lists the \
+            LV2 and LADSPA plugins installed here: an editor then completes `uri:`, `library:` \
+            and `label:` and checks each plugin's own parameters (this reads every bundle and \
+            library, which nothing else but the listings does). See docs/graph-files.md.
             """
     )
 
@@ -24,10 +29,28 @@ struct SchemaCommand: ParsableCommand, LoggingCommand {
     @Flag(name: .long, help: "Only the built-in node types, no plugins.")
     var builtin = false
 
+    @Flag(name: .long, help: "Add the installed LV2 and LADSPA plugins: each one's parameters, and the URIs, libraries and labels to complete.")
+    var installed = false
+
     @OptionGroup var logging: LoggingOptions
 
     func run() throws {
         let (registry, _) = try NodesCommand.registry(builtinOnly: builtin)
-        print(GraphSchema.document(for: registry.all.map(\.descriptor)).text)
+        print(GraphSchema.document(for: registry.all.map(\.descriptor), hosted: installed ? Self.installedPlugins() : []).text)
+    }
+
+    /// Every installed LV2 and LADSPA plugin Sluice can host, with the values that pick it.
+    static func installedPlugins() -> [GraphSchema.HostedPlugin] {
+        var plugins: [GraphSchema.HostedPlugin] = []
+        for plugin in LV2World.shared.installedPlugins().plugins {
+            guard let type = try? LV2NodeType.type(of: plugin) else { continue }
+            plugins.append(GraphSchema.HostedPlugin(picking: [("uri", plugin.uri)], descriptor: type.descriptor))
+        }
+        for plugin in LADSPACatalog.installed().plugins {
+            guard let type = try? LADSPANodeType.type(of: plugin) else { continue }
+            let library = plugin.libraryPath.split(separator: "/").last.map(String.init) ?? plugin.libraryPath
+            plugins.append(GraphSchema.HostedPlugin(picking: [("library", library), ("label", plugin.label)], descriptor: type.descriptor))
+        }
+        return plugins
     }
 }

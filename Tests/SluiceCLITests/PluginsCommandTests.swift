@@ -32,6 +32,9 @@ struct PluginsCommandTests {
         // `depth` is live (SLUICE_PARAM_LIVE): `sluice serve` and `sluice ctl set` change it.
         #expect(outcome.standardOutput.contains("    depth: number in 0…60 (dB), default 12, live — "))
         #expect(outcome.standardOutput.contains("    ramp: number in 0…10 (s), default 0.02 — "))
+        // The plugins the `lv2` and `ladspa` nodes host, with their parameters.
+        #expect(outcome.standardOutput.contains("\n  http://lv2plug.in/plugins/eg-amp  Simple Amplifier (LV2, 1 in, 1 out)\n    parameters: gain\n"))
+        #expect(outcome.standardOutput.contains("\n  delay.so:delay_5s  Simple Delay Line (LADSPA 1043, 1 in, 1 out"), "\(outcome.standardOutput.suffix(400))")
     }
 
     @Test("order and shadowing: the trusted graph folder, then SLUICE_PLUGIN_PATH, then the build folder")

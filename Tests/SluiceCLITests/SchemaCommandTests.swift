@@ -97,6 +97,38 @@ import Testing
         #expect(check.standardError.contains("unknown top-level key 'colour'"), "\(check.standardError)")
     }
 
+    @Test("--installed: each installed LV2 and LADSPA plugin's own parameters are checked, and the installed URIs are offered")
+    func installedPlugins() throws {
+        let folder = TemporaryFolder()
+        let schema = try CLI.sluice(["schema", "--installed"])
+        #expect(schema.status == 0, "\(schema.standardError)")
+        let schemaFile = try folder.write(schema.standardOutput, to: "installed.schema.json")
+        let shipped = ["lv2-eq.yaml", "ladspa-echo.yaml"].map { CLI.graphsFolder.appendingPathComponent($0) }
+        let valid = try Self.validate(shipped, schema: schemaFile)
+        #expect(valid.status == 0, "\(valid.standardOutput)\(valid.standardError)")
+
+        let graph = try folder.write("""
+            nodes:
+              eq:   { type: lv2, uri: "http://gareus.org/oss/lv2/fil4#mono", gain3: 40, gian3: 1 }
+              echo: { type: ladspa, library: delay.so, label: delay_5s, delay-seconds: 9 }
+              any:  { type: lv2, uri: "urn:not-installed", whatever: 1 }
+
+            """, to: "plugins.yaml")
+        let outcome = try Self.validate([graph], schema: schemaFile)
+        let errors = outcome.standardOutput.split(separator: "\n").map { String($0.dropFirst(graph.path.count + 2)) }
+        #expect(errors.contains("/nodes/eq/gain3: 40 is greater than the maximum of 18"), "\(errors)")
+        #expect(errors.contains("/nodes/eq: Additional properties are not allowed ('gian3' was unexpected)"), "\(errors)")
+        #expect(errors.contains("/nodes/echo/delay-seconds: 9 is greater than the maximum of 5"), "\(errors)")
+        // A plugin not installed is left to `sluice check`.
+        #expect(errors.count == 3, "\(errors)")
+
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(schema.standardOutput.utf8)) as? [String: Any])
+        let definitions = try #require(document["$defs"] as? [String: Any])
+        let lv2 = try #require((definitions["node.lv2"] as? [String: Any])?["properties"] as? [String: Any])
+        let examples = (lv2["uri"] as? [String: Any])?["examples"] as? [String] ?? []
+        #expect(examples.contains("http://lv2plug.in/plugins/eg-amp"), "\(examples.prefix(5))")
+    }
+
     @Test("a number in range passes and one out of range fails, as in the node's descriptor")
     func ranges() throws {
         let folder = TemporaryFolder()
