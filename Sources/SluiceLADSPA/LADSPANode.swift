@@ -222,28 +222,11 @@ public final class LADSPANode: LiveParameterNode {
             return false
         }
         let run = plugin.descriptor.pointee.run!
-        let block = Self.blockFrames
-        var start = 0
-        while start < frames {
-            let count = min(block, frames - start)
-            for channel in 0..<channelsIn {
-                let plane = inputPlanes + channel * block
-                var sample = input + start * channelsIn + channel
-                for frame in 0..<count {
-                    plane[frame] = sample.pointee
-                    sample += channelsIn
-                }
-            }
+        PlanarBlocks.run(
+            input, channels: channelsIn, through: inputPlanes, into: output, channels: channelsOut, from: outputPlanes,
+            frames: frames, blockFrames: Self.blockFrames
+        ) { count in
             for handle in handles { run(handle, UInt(count)) }
-            for channel in 0..<channelsOut {
-                let plane = outputPlanes + channel * block
-                var sample = output + start * channelsOut + channel
-                for frame in 0..<count {
-                    sample.pointee = plane[frame]
-                    sample += channelsOut
-                }
-            }
-            start += count
         }
         return true
     }

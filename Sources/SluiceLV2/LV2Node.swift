@@ -284,28 +284,12 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
             for instance in instanceHandles { LV2Instance.run(instance, frames: block, thread: thread) }
             return true
         }
-        var start = 0
-        while start < frames {
-            let count = min(block, frames - start)
-            for channel in 0..<channelsIn {
-                let plane = inputPlanes + channel * block
-                var sample = input + start * channelsIn + channel
-                for frame in 0..<count {
-                    plane[frame] = sample.pointee
-                    sample += channelsIn
-                }
-            }
+        PlanarBlocks.run(
+            input, channels: channelsIn, through: inputPlanes, into: output, channels: channelsOut, from: outputPlanes,
+            frames: frames, blockFrames: block
+        ) { count in
             for instance in instanceHandles { LV2Instance.run(instance, frames: count, thread: thread) }
             postReports(frames: count)
-            for channel in 0..<channelsOut {
-                let plane = outputPlanes + channel * block
-                var sample = output + start * channelsOut + channel
-                for frame in 0..<count {
-                    sample.pointee = plane[frame]
-                    sample += channelsOut
-                }
-            }
-            start += count
         }
         return true
     }

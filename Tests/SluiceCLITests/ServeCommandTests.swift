@@ -728,17 +728,37 @@ extension ServeCommandTests {
         let ready = try #require(served.readyLine(), "serve never said it was serving")
         let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
         let udp = try UDPClient(port: oscPort)
+        // Every `/sluice/event` received, by event name, whichever loop read it.
+        var events: [String: [[String: Any]]] = [:]
+        func note(_ datagram: [UInt8]) {
+            guard let message = OSCMessage.decode(datagram), message.address == "/sluice/event", message.arguments.count == 2,
+                case .string(let name) = message.arguments[0], case .string(let json) = message.arguments[1],
+                let fields = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+            else { return }
+            events[name, default: []].append(fields)
+        }
         func reply(_ address: String, _ arguments: [OSCMessage.Argument] = []) throws -> (address: String, arguments: [String]) {
             // Events may come first: the answer is the first reply or error.
             try #require(udp.send(OSCMessage.encode(address, arguments)))
             let deadline = Date().addingTimeInterval(5)
             while Date() < deadline {
-                guard let datagram = udp.receive(timeout: 1), let decoded = OSCMessage.decodeStrings(datagram),
-                    decoded.address == "/sluice/reply" || decoded.address == "/sluice/error"
-                else { continue }
+                guard let datagram = udp.receive(timeout: 1) else { continue }
+                guard let decoded = OSCMessage.decodeStrings(datagram), decoded.address == "/sluice/reply" || decoded.address == "/sluice/error"
+                else {
+                    note(datagram)
+                    continue
+                }
                 return decoded
             }
             throw CocoaError(.fileReadUnknown)
+        }
+        /// Reads until `name` has come (or 10 s pass); its events.
+        func awaitEvent(_ name: String, where condition: ([String: Any]) -> Bool = { _ in true }) -> [String: Any]? {
+            let deadline = Date().addingTimeInterval(10)
+            while events[name, default: []].first(where: condition) == nil, Date() < deadline {
+                if let datagram = udp.receive(timeout: 1) { note(datagram) }
+            }
+            return events[name, default: []].first(where: condition)
         }
 
         let bad = try reply("/sluice/subscribe", [.int32(0), .string("levels-please")])
@@ -752,7 +772,7 @@ extension ServeCommandTests {
         let deadline = Date().addingTimeInterval(10)
         while meters.count < 5, Date() < deadline {
             guard let datagram = udp.receive(timeout: 1), let message = OSCMessage.decode(datagram) else { continue }
-            if message.address == "/sluice/meter" { meters.append(message.arguments) }
+            if message.address == "/sluice/meter" { meters.append(message.arguments) } else { note(datagram) }
         }
         try #require(meters.count >= 5, "\(meters.count) meter messages")
         for arguments in meters {
@@ -768,14 +788,7 @@ extension ServeCommandTests {
         }
 
         // The equaliser's own meter (its `peak` control output, in dB) as `control-output` events.
-        var controlOutput: [String: Any]?
-        while controlOutput == nil, Date() < deadline.addingTimeInterval(5) {
-            guard let datagram = udp.receive(timeout: 1), let message = OSCMessage.decode(datagram),
-                message.address == "/sluice/event", message.arguments.count == 2,
-                case .string("control-output") = message.arguments[0], case .string(let json) = message.arguments[1]
-            else { continue }
-            controlOutput = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-        }
+        let controlOutput = awaitEvent("control-output")
         #expect(controlOutput?["node"] as? String == "eq" && controlOutput?["output"] as? String == "peak", "\(controlOutput ?? [:])")
         #expect(abs((controlOutput?["value"] as? Double ?? 0) - -6.02) < 0.5, "\(controlOutput ?? [:])")
         #expect((controlOutput?["frame"] as? Int ?? 0) > 0, "\(controlOutput ?? [:])")
@@ -783,16 +796,15 @@ extension ServeCommandTests {
         // A change sent over OSC is answered at once (no frame yet); its event follows with the frame.
         let set = try reply("/sluice/node/level/gain", [.float(0.5)])
         #expect(set.address == "/sluice/reply", "\(set)")
-        var parameterEvent: [String: Any]?
-        while parameterEvent == nil, Date() < deadline.addingTimeInterval(10) {
-            guard let datagram = udp.receive(timeout: 1), let message = OSCMessage.decode(datagram),
-                message.address == "/sluice/event", message.arguments.count == 2,
-                case .string("parameter") = message.arguments[0], case .string(let json) = message.arguments[1]
-            else { continue }
-            parameterEvent = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-        }
-        #expect(parameterEvent?["node"] as? String == "level" && parameterEvent?["parameter"] as? String == "gain", "\(parameterEvent ?? [:])")
+        let parameterEvent = awaitEvent("parameter") { $0["node"] as? String == "level" }
+        #expect(parameterEvent?["parameter"] as? String == "gain", "\(parameterEvent ?? [:])")
         #expect((parameterEvent?["frame"] as? Int ?? 0) > 0, "\(parameterEvent ?? [:])")
+        // An LV2 control, by its symbol, the same way.
+        let setEQ = try reply("/sluice/node/eq/gain3", [.float(4)])
+        #expect(setEQ.address == "/sluice/reply", "\(setEQ)")
+        let eqEvent = awaitEvent("parameter") { $0["node"] as? String == "eq" }
+        #expect(eqEvent?["parameter"] as? String == "gain3" && eqEvent?["value"] as? Double == 4, "\(eqEvent ?? [:])")
+        #expect((eqEvent?["frame"] as? Int ?? 0) > 0, "\(eqEvent ?? [:])")
 
         // Sixteen senders at most.
         var others: [UDPClient] = []
