@@ -25,8 +25,22 @@ public struct ParameterChange: Sendable, Hashable, BitwiseCopyable {
 /// applied between two `process` calls, before the call that writes the node's next output
 /// frame; the slot reports that frame back to whoever sent it. A parameter whose jump would
 /// click (a gain) moves there by a ramp.
-public protocol LiveParameterNode: ProcessorNode {
+public protocol LiveParameterNode: ProcessorNode, LiveParameterTaking {
     /// [audio-thread] Applies `change` from the next output frame on. Never allocates, locks or
     /// blocks.
+    func apply(_ change: ParameterChange)
+}
+
+/// A source with parameters that may change while the graph plays (the tone's frequency and
+/// amplitude), applied between two `produce` calls, before the one that writes the frame the
+/// change applies at. Frame sources only: a change is timed in output frames.
+public protocol LiveParameterSource: SourceNode, LiveParameterTaking {
+    /// [source-thread] Applies `change` from the next output frame on. Never allocates, locks
+    /// or blocks.
+    func apply(_ change: ParameterChange)
+}
+
+/// What a slot hands live changes to: a `LiveParameterNode` or a `LiveParameterSource`.
+public protocol LiveParameterTaking: AnyObject {
     func apply(_ change: ParameterChange)
 }

@@ -18,11 +18,10 @@ public final class ParameterControl: Sendable {
 
     init(runtime: GraphRuntime) {
         var targets: [String: Target] = [:]
-        for slot in runtime.processors + runtime.cycleProcessors {
-            guard let queue = slot.parameters,
-                let node = runtime.graph.nodes.first(where: { $0.name == slot.name })
-            else { continue }
-            targets[slot.name] = Target(name: slot.name, descriptor: node.descriptor, queue: queue)
+        let slots = (runtime.processors + runtime.cycleProcessors).map { ($0.name, $0.parameters) } + runtime.sources.map { ($0.name, $0.parameters) }
+        for (name, parameters) in slots {
+            guard let queue = parameters, let node = runtime.graph.nodes.first(where: { $0.name == name }) else { continue }
+            targets[name] = Target(name: name, descriptor: node.descriptor, queue: queue)
         }
         self.targets = targets
         nodeNames = runtime.graph.nodes.map(\.name)

@@ -134,7 +134,7 @@ final class ParameterQueue: @unchecked Sendable {
     /// in the order of its frame (changes for the same frame in the order sent), acknowledging
     /// each at `frame`; changes timed later keep waiting, and hold back none sent after them.
     /// Returns whether any was applied.
-    func applyPending(to node: any LiveParameterNode, atOutputFrame frame: Int) -> Bool {
+    func applyPending(to node: any LiveParameterTaking, atOutputFrame frame: Int) -> Bool {
         takeArrivals()
         var due = 0
         while due < heldCount && held[due].frame <= frame {

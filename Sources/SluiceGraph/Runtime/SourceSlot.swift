@@ -91,8 +91,19 @@ final class SourceSlot: @unchecked Sendable {
 
     /// - Parameter chunked: offer room only once a quarter of the edge is free. Not for an
     ///   edge straight into a sink, whose playhead may wait for it to be full.
+    /// The source's live parameter changes (a `LiveParameterSource` with a frames output), or nil.
+    let parameters: ParameterQueue?
+    private let liveSource: (any LiveParameterSource)?
+
     init(name: String, node: any SourceNode, ports: NodePorts, output: EdgeWriter, wake: WakeSignal?, chunked: Bool) {
         textSource = node as? any TextDrivenSource
+        if let live = node as? any LiveParameterSource, case .frames = output.format {
+            liveSource = live
+            parameters = ParameterQueue(wake: wake)
+        } else {
+            liveSource = nil
+            parameters = nil
+        }
         minimumRoom = chunked ? max(1, output.capacityUnits / 4) : 1
         self.name = name
         self.node = node
@@ -121,7 +132,14 @@ final class SourceSlot: @unchecked Sendable {
             waitingSeconds += time - since
             waitingSince = nil
         }
-        ports.setOutput(0, base: region.base, units: region.units)
+        var units = region.units
+        if let parameters, let liveSource, parameters.hasPending() {
+            // Changes due at the next frame apply before it; the call stops at the next timed one.
+            let frame = producedUnits.load(ordering: .relaxed)
+            _ = parameters.applyPending(to: liveSource, atOutputFrame: frame)
+            if let next = parameters.nextTimedFrame(after: frame) { units = min(units, next - frame) }
+        }
+        ports.setOutput(0, base: region.base, units: units)
         var io = ProcessIO(ports)
         let called = monotonicSeconds()
         let status = node.produce(&io, at: time)

@@ -21,7 +21,12 @@ import Synchronization
 ///
 /// Every channel carries the same signal. The stream holds `round(duration · rate)` frames.
 /// Pacing and stalls follow `SourcePacing`.
-public final class ToneSource: SourceNode, @unchecked Sendable {
+///
+/// Live: `frequency` and `amplitude` may change while the graph plays. A new frequency takes
+/// over at the frame the change applies at, `n₀`, with the phase continuing: from there
+/// `frac(f·n/r)` becomes `frac(φ₀ + f′·(n − n₀)/r)`, `φ₀` the phase reached at `n₀`. A new
+/// amplitude is reached in a straight line over 20 ms from `n₀`, so neither clicks.
+public final class ToneSource: LiveParameterSource, @unchecked Sendable {
     // SAFETY (@unchecked Sendable): `cancelled` is atomic; everything else is set on the
     // control thread before the run and then touched only by the source thread.
 
@@ -39,10 +44,10 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
                     "waveform", .choice(Waveform.allCases.map(\.rawValue)), default: .string("sine"),
                     summary: "What to generate."),
                 ParameterDescriptor(
-                    "frequency", .number(1...20_000), default: .number(440), unit: "Hz",
+                    "frequency", .number(1...20_000), default: .number(440), unit: "Hz", live: true,
                     summary: "Pitch of sine and square; clicks per second for clicks."),
                 ParameterDescriptor(
-                    "amplitude", .number(0...1), default: .number(0.5),
+                    "amplitude", .number(0...1), default: .number(0.5), live: true,
                     summary: "Peak value (full scale is 1)."),
                 ParameterDescriptor(
                     "duration", .number(0...86_400), default: .number(1), unit: "s",
@@ -74,8 +79,10 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
     }
 
     public let waveform: Waveform
-    public let frequency: Double
-    public let amplitude: Double
+    /// The frequency and amplitude now (after live changes; during a ramp, the amplitude of
+    /// the next frame).
+    public private(set) var frequency: Double
+    public private(set) var amplitude: Double
     public let duration: Double
     /// The rate asked for, or nil for `auto`.
     public let requestedRate: Int?
@@ -88,6 +95,22 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
     private var totalFrames = 0
     private var produced = 0
     private let cancelled = Atomic<Bool>(false)
+    /// What the graph gave, for `reset`.
+    private let initialFrequency: Double
+    private let initialAmplitude: Double
+    /// Where the current frequency took over, and the phase (in cycles, below 1) reached there.
+    private var phaseOrigin = 0
+    private var phaseAtOrigin = 0.0
+    /// The amplitude ramp: its end, its step a frame, frames left.
+    private var amplitudeTarget = 0.0
+    private var amplitudeStep = 0.0
+    private var amplitudeFramesLeft = 0
+
+    /// `frequency`'s and `amplitude`'s indices among the type's parameters.
+    public static let frequencyParameter = 1
+    public static let amplitudeParameter = 2
+    /// How long a live amplitude change takes.
+    public static let amplitudeRampSeconds = 0.02
 
     public init(
         waveform: Waveform = .sine, frequency: Double = 440, amplitude: Double = 0.5, duration: Double = 1,
@@ -97,6 +120,9 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
         self.waveform = waveform
         self.frequency = frequency
         self.amplitude = amplitude
+        initialFrequency = frequency
+        initialAmplitude = amplitude
+        amplitudeTarget = amplitude
         self.duration = duration
         requestedRate = rate
         self.channels = channels
@@ -120,12 +146,35 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
         }
         rate = output.sampleRate
         totalFrames = Int((duration * Double(rate)).rounded())
-        produced = 0
+        reset()
     }
 
-    /// Sample `n` of the stream (before the Float rounding), as documented on the type.
+    /// The phase at frame `n`, in cycles, with the current frequency.
+    private func cycles(at n: Int) -> Double {
+        phaseAtOrigin + frequency * Double(n - phaseOrigin) / Double(rate)
+    }
+
+    public func apply(_ change: ParameterChange) {
+        guard change.value.isFinite, rate > 0 else { return }
+        switch change.parameter {
+        case Self.frequencyParameter:
+            let phase = cycles(at: produced)
+            phaseAtOrigin = phase - phase.rounded(.down)
+            phaseOrigin = produced
+            frequency = min(max(change.value, 1), 20_000)
+        case Self.amplitudeParameter:
+            amplitudeTarget = min(max(change.value, 0), 1)
+            amplitudeFramesLeft = max(1, Int((Self.amplitudeRampSeconds * Double(rate)).rounded()))
+            amplitudeStep = (amplitudeTarget - amplitude) / Double(amplitudeFramesLeft)
+        default:
+            break
+        }
+    }
+
+    /// Sample `n` of the stream (before the Float rounding), as documented on the type, with
+    /// the current frequency and amplitude.
     public func sample(at n: Int) -> Double {
-        let cycles = frequency * Double(n) / Double(rate)
+        let cycles = cycles(at: n)
         switch waveform {
         case .sine:
             return amplitude * sin(2 * Double.pi * (cycles - cycles.rounded(.down)))
@@ -136,7 +185,7 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
             return amplitude * (2 * u - 1)
         case .clicks:
             if n == 0 { return amplitude }
-            let previous = frequency * Double(n - 1) / Double(rate)
+            let previous = self.cycles(at: n - 1)
             return cycles.rounded(.down) > previous.rounded(.down) ? amplitude : 0
         }
     }
@@ -167,6 +216,11 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
         let count = min(io.room(output: 0), allowed)
         let out = io.frames(output: 0)
         for frame in 0..<count {
+            if amplitudeFramesLeft > 0 {
+                amplitudeFramesLeft -= 1
+                // Land exactly on the target, whatever the steps accumulated.
+                amplitude = amplitudeFramesLeft == 0 ? amplitudeTarget : amplitude + amplitudeStep
+            }
             let value = Float(sample(at: produced + frame))
             for channel in 0..<channels { out[frame * channels + channel] = value }
         }
@@ -186,5 +240,11 @@ public final class ToneSource: SourceNode, @unchecked Sendable {
     public func reset() {
         produced = 0
         cancelled.store(false, ordering: .releasing)
+        frequency = initialFrequency
+        amplitude = initialAmplitude
+        amplitudeTarget = initialAmplitude
+        amplitudeFramesLeft = 0
+        phaseOrigin = 0
+        phaseAtOrigin = 0
     }
 }

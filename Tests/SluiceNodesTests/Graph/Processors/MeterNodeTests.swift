@@ -123,4 +123,24 @@ import Testing
         #expect(bench.output() == input)
         #expect((bench.node as? MeterNode)?.takeReadings().count == 1)
     }
+
+    @Test("the cycle's part allocates nothing: periods through the frame kernel, readings posted")
+    func kernelAllocatesNothing() throws {
+        let meter = MeterNode(interval: 0.01)
+        try meter.prepare(PrepareContext(
+            inputFormats: [.frames(rate: Self.rate, channels: 2)], outputFormats: [.frames(rate: Self.rate, channels: 2)],
+            maximumUnits: 4096, blockFrames: 256))
+        defer { meter.deactivate() }
+        let kernel = try #require(meter.frameKernel)
+        var period = Signals.noise(count: 2 * 256, amplitude: 0.5, seed: 9)
+        func run(_ periods: Int) {
+            for _ in 0..<periods {
+                _ = period.withUnsafeMutableBufferPointer { kernel.function(kernel.context, $0.baseAddress!, $0.baseAddress!, 2 * 256) }
+            }
+        }
+        run(4)  // a window posted once before counting: the first use of a generic path may set it up
+        let allocations = AllocationCounter.count { run(40) }  // about 21 windows of 480 frames
+        if AllocationCounter.testsEnabled { #expect(allocations == 0) }
+        #expect(meter.takeReadings().count >= 20)
+    }
 }
