@@ -22,6 +22,13 @@ public final class Crossfader {
     public let durationFrames: Int
     /// Frames held back while an utterance streams in.
     public var latencyFrames: Int { durationFrames }
+    /// The longest crossfade that begins from now on: `durationFrames` unless set shorter
+    /// (clamped to 0…`durationFrames`). The frames held back stay `durationFrames`; a
+    /// shorter crossfade blends the newest frames of the tail and lets the older ones out
+    /// unchanged first.
+    public var crossfadeFrames: Int {
+        didSet { crossfadeFrames = min(max(crossfadeFrames, 0), durationFrames) }
+    }
 
     /// Input frames taken since the stream began.
     public private(set) var framesConsumed = 0
@@ -50,6 +57,7 @@ public final class Crossfader {
         precondition(channels > 0 && durationFrames >= 0)
         self.channels = channels
         self.durationFrames = durationFrames
+        crossfadeFrames = durationFrames
         held = FrameDelayLine(channels: channels, capacity: durationFrames)
         fadeIn = .equalPowerIn(length: durationFrames)
         fadeOut = .equalPowerOut(length: durationFrames)
@@ -160,7 +168,9 @@ public final class Crossfader {
     public func receive(_ marker: Marker, emitting batch: inout MarkerBatch) {
         switch (phase, marker.event) {
         case (.holdingTail(let end), .utteranceStart) where !marker.isDiscontinuous:
-            let length = held.count - releasing
+            // The newest `crossfadeFrames` of the tail blend; any older ones go out first.
+            let length = min(held.count - releasing, crossfadeFrames)
+            releasing = held.count - length
             let start = framesProduced + releasing
             batch.append(end.moved(to: start))
             batch.append(marker.moved(to: start))

@@ -169,4 +169,34 @@ struct CrossfaderTests {
         #expect(second.framesProduced == 100)
         #expect(firstDifference(Array(output[..<250]), input) == nil)
     }
+
+    @Test("a shorter crossfade set live blends only the newest frames of the tail; the older ones pass unchanged and the delay stays")
+    func shorterCrossfade() {
+        let a = Signals.noise(count: 9_600, seed: 11)
+        let b = Signals.noise(count: 9_600, seed: 12)
+        let node = Crossfader(channels: 1, durationFrames: Self.duration)
+        node.crossfadeFrames = 1_200
+        #expect(node.latencyFrames == Self.duration)
+        node.crossfadeFrames = 99_999
+        #expect(node.crossfadeFrames == Self.duration, "clamped to the starting duration")
+        node.crossfadeFrames = 1_200
+        let markers = [
+            Marker(position: 0, event: .utteranceStart(UtteranceID(0))), Marker(position: 9_600, event: .utteranceEnd(UtteranceID(0))),
+            Marker(position: 9_600, event: .utteranceStart(UtteranceID(1))), Marker(position: 19_200, event: .utteranceEnd(UtteranceID(1))),
+            Marker(position: 19_200, event: .endOfStream),
+        ]
+        let result = NodeDriver(channels: 1, seed: 3).run(
+            input: a + b, markers: markers,
+            process: { node.process($0, into: $1, emitting: &$2) }, receive: { node.receive($0, emitting: &$1) })
+        #expect(node.crossfades == 1)
+        let output = result.output
+        #expect(output.count == 19_200 - 1_200, "shorter by the overlap")
+        #expect(Array(output[..<8_400]) == Array(a[..<8_400]), "the tail before the crossfade is unchanged")
+        for index in 0..<1_200 {
+            let (outgoing, incoming) = node.gains(at: index, of: 1_200)
+            let expected = a[8_400 + index] * outgoing + b[index] * incoming
+            #expect(abs(output[8_400 + index] - expected) < 1e-6, "frame \(index) of the crossfade")
+        }
+        #expect(Array(output[9_600...]) == Array(b[1_200...]))
+    }
 }

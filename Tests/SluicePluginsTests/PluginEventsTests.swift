@@ -157,7 +157,9 @@ import Testing
             run.cancel()
             _ = try? run.wait()
         }
-        #expect(run.parameters.liveParameters.mapValues { $0.map(\.name) } == ["rec": ["gain", "steps"]])
+        #expect(run.parameters.liveParameters.mapValues { $0.map(\.name) } == [
+            "rec": ["gain", "steps"], "music": ["frequency", "amplitude"], "key": ["frequency", "amplitude"],
+        ])
         usleep(50_000)
         let gain = try run.parameters.set(node: "rec", parameter: "gain", value: .number(0.5), timeout: 5)
         let steps = try run.parameters.set(node: "rec", parameter: "steps", value: .integer(12), timeout: 5)
@@ -168,7 +170,7 @@ import Testing
         #expect(throws: ParameterControlError.notLive(node: "rec", parameter: "log", live: ["gain", "steps"])) {
             _ = try run.parameters.set(node: "rec", parameter: "log", value: .integer(1))
         }
-        #expect(throws: ParameterControlError.noLiveParameters(node: "old", liveNodes: ["rec"])) {
+        #expect(throws: ParameterControlError.noLiveParameters(node: "old", liveNodes: ["key", "music", "rec"])) {
             _ = try run.parameters.set(node: "old", parameter: "gain", value: .number(1))
         }
         // The plugin hears of each change in its next call, which starts at that frame.

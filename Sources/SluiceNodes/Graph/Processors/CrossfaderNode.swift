@@ -8,7 +8,11 @@ import SluiceGraph
 /// begins (the output is shorter by the overlap); all others are restamped to where their
 /// input frame lands. Drain: `Crossfader.flush`: the held tail leaves unchanged, with any
 /// held utterance end emitted where the tail ends.
-public final class CrossfaderNode: ProcessorNode {
+///
+/// Live: `duration` may change while the graph plays, up to the value the graph started
+/// with: crossfades that begin after the change are that long at most. The delay the node
+/// adds (and its reported latency) stays the duration it started with.
+public final class CrossfaderNode: LiveParameterNode {
     public static let type = NodeType(
         NodeDescriptor(
             typeName: "crossfader", kind: .processor,
@@ -17,8 +21,8 @@ public final class CrossfaderNode: ProcessorNode {
             outputs: [PortDescriptor("out", .frames, summary: "The same format, shorter by each overlap")],
             parameters: [
                 ParameterDescriptor(
-                    "duration", .number(0...1), default: .number(0.1), unit: "s",
-                    summary: "Longest crossfade, and the delay the node adds; 0 turns crossfading off.")
+                    "duration", .number(0...1), default: .number(0.1), unit: "s", live: true,
+                    summary: "Longest crossfade, and the delay the node adds; 0 turns crossfading off. Live up to the starting value (the delay stays).")
             ])
     ) { parameters in
         CrossfaderNode(duration: parameters.double("duration"))
@@ -28,6 +32,7 @@ public final class CrossfaderNode: ProcessorNode {
     public let duration: Double
     private var crossfader: Crossfader?
     private var crossfades = 0
+    private var rate = 0
 
     public init(duration: Double = 0.1) {
         precondition(duration >= 0, "a crossfade cannot be negative")
@@ -50,6 +55,12 @@ public final class CrossfaderNode: ProcessorNode {
             throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
         }
         crossfader = Crossfader(channels: channels, durationFrames: durationFrames(rate: rate))
+        self.rate = rate
+    }
+
+    public func apply(_ change: ParameterChange) {
+        guard change.parameter == 0, change.value.isFinite, let crossfader else { return }
+        crossfader.crossfadeFrames = Int((min(max(change.value, 0), 1) * Double(rate)).rounded())
     }
 
     public func process(_ io: inout ProcessIO) {
