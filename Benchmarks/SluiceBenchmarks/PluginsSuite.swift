@@ -1,17 +1,17 @@
 import Foundation
 
-/// `scripts/bench plugins`: hosted LV2 plugins against LV2's reference hosts, in the same run.
+/// `scripts/bench plugins`: hosted LV2 plugins against LV2's reference hosts, in the same run
+/// (method, goals and current figures: docs/benchmarks.md, "plugins").
 ///
 /// - live: `jack.source -> lv2 -> jack.sink` (`sluice run`) and `jalv` hosting the same plugin
-///   with the same controls, both at once on one private server (dummy backend, 256-frame
-///   periods), both preloaded with `jack-callback-timer` (Benchmarks/JackCallbackTimer), which
-///   times each one's process callback from outside, the same way. Callback p99 and the
-///   process's CPU over the same seconds; goal ≤ 1.0×.
+///   with the same controls, both at once on one private server, both preloaded with
+///   `jack-callback-timer` (Benchmarks/JackCallbackTimer), which times each one's process
+///   callback from outside, the same way; the callback's tail and each process's CPU.
 /// - offline: a 120 s mono file through the same plugin with `sluice render` and with
-///   `lv2file`, whole processes, CPU seconds; goal ≤ 1.0×.
+///   `lv2file`, whole processes, CPU seconds.
 /// - check: `sluice check graphs/morse.yaml` (no plugin) with LV2_PATH on every installed
-///   bundle against LV2_PATH on an empty folder; goal: within 20 ms. Beside it, the check of
-///   graphs/lv2-eq.yaml, which reads the bundles, for scale.
+///   bundle against LV2_PATH on an empty folder. Beside it, the check of graphs/lv2-eq.yaml,
+///   which reads the bundles, for scale.
 ///
 /// The plugin: x42's parametric equaliser (fil4, mono) with graphs/lv2-eq.yaml's settings.
 enum PluginsSuite {

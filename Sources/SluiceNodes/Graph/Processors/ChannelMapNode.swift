@@ -9,7 +9,8 @@ import SluiceGraph
 ///
 /// Live: `gain` (on every output channel) and `pan` (the balance of a stereo output: centre
 /// leaves both sides at 0 dB, −1 silences the right, 1 the left, linearly) may change while
-/// the graph plays; each output channel's gain moves there in a straight line over 20 ms.
+/// the graph plays; each output channel's gain moves there in a straight line over
+/// `rampSeconds`.
 ///
 /// Markers: pass through at the same positions (the node is 1:1). Drain: nothing held.
 public final class ChannelMapNode: LiveParameterNode {

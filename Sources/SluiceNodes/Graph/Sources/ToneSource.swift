@@ -25,7 +25,8 @@ import Synchronization
 /// Live: `frequency` and `amplitude` may change while the graph plays. A new frequency takes
 /// over at the frame the change applies at, `n₀`, with the phase continuing: from there
 /// `frac(f·n/r)` becomes `frac(φ₀ + f′·(n − n₀)/r)`, `φ₀` the phase reached at `n₀`. A new
-/// amplitude is reached in a straight line over 20 ms from `n₀`, so neither clicks.
+/// amplitude is reached in a straight line over `amplitudeRampSeconds` from `n₀`, so neither
+/// clicks.
 public final class ToneSource: LiveParameterSource, @unchecked Sendable {
     // SAFETY (@unchecked Sendable): `cancelled` is atomic; everything else is set on the
     // control thread before the run and then touched only by the source thread.
