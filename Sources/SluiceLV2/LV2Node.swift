@@ -44,7 +44,6 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
     private var takenValues: [UInt32] = []
     private let renderedFrames = Atomic<Int>(0)
     /// The plugin's control output ports, by index among them (a buffer: the cycle reads it).
-    private let reportingPorts: [Int]
     private var reportingPortList: UnsafeMutableBufferPointer<Int>?
     private var reportingPortCount = 0
     /// The instance whose outputs are reported (the first).
@@ -54,7 +53,6 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
         self.plugin = plugin
         self.given = given
         self.restoring = restoring
-        reportingPorts = plugin.controlOutputs.map(\.index)
     }
 
     deinit { deactivate() }
@@ -134,6 +132,7 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
         let handles = UnsafeMutableBufferPointer<LV2Instance.RunContext>.allocate(capacity: instances.count)
         for (index, instance) in instances.enumerated() { handles[index] = instance.runContext }
         instanceHandles = handles
+        let reportingPorts = plugin.controlOutputs.map(\.index)
         let values = UnsafeMutablePointer<Atomic<UInt32>>.allocate(capacity: max(reportingPorts.count, 1))
         for index in 0..<max(reportingPorts.count, 1) { (values + index).initialize(to: Atomic(Self.notYet)) }
         reportedValues = values
@@ -175,7 +174,7 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
         outputPlanes?.deallocate()
         outputPlanes = nil
         if let reportedValues {
-            reportedValues.deinitialize(count: max(reportingPorts.count, 1))
+            reportedValues.deinitialize(count: max(plugin.controlOutputs.count, 1))
             reportedValues.deallocate()
         }
         reportedValues = nil

@@ -71,15 +71,17 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
         let (registry, pluginFiles) = try Self.registry(builtinOnly: builtin)
         var selected = registry.all
         var hosted: [NodeType] = []
-        var presets: [String: [LV2Preset]] = [:]
+        /// Per hosted type, in order: the presets an `lv2:<uri>` has (none for LADSPA).
+        var presets: [[LV2Preset]] = []
         for name in types where name.hasPrefix("ladspa:") || name.hasPrefix("lv2:") {
             do throws(NodeCreationError) {
                 if name.hasPrefix("lv2:") {
                     let uri = String(name.dropFirst("lv2:".count))
                     hosted.append(try LV2NodeType.type(named: uri))
-                    if case let plugin? = try? LV2World.shared.plugin(uri: uri) { presets[hosted.last!.descriptor.summary] = LV2World.shared.presets(of: plugin) }
+                    presets.append((try? LV2World.shared.plugin(uri: uri)).map(LV2World.shared.presets(of:)) ?? [])
                 } else {
                     hosted.append(try LADSPACatalog.type(named: name))
+                    presets.append([])
                 }
             } catch {
                 printError("error: \(error.message)" + (error.fix.map { "\n  fix: \($0)" } ?? ""))
@@ -107,10 +109,13 @@ struct NodesCommand: ParsableCommand, LoggingCommand {
                 return entry
             }).text)
         } else {
-            print(selected.map { type in
+            // The hosted types come last in `selected`.
+            let firstHosted = selected.count - hosted.count
+            print(selected.enumerated().map { index, type in
                 var text = Self.text(of: type.descriptor, plugin: pluginFiles[type.descriptor.typeName])
-                if let presets = presets[type.descriptor.summary], !presets.isEmpty {
-                    text += "  presets (preset: <label>)\n" + presets.map { "    \($0.label)  <\($0.uri)>\n" }.joined()
+                let typePresets = index >= firstHosted ? presets[index - firstHosted] : []
+                if !typePresets.isEmpty {
+                    text += "  presets (preset: <label>)\n" + typePresets.map { "    \($0.label)  <\($0.uri)>\n" }.joined()
                 }
                 return text
             }.joined(separator: "\n"), terminator: "")

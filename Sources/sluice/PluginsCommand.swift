@@ -1,7 +1,5 @@
 import ArgumentParser
 import SluiceGraph
-import SluiceLADSPA
-import SluiceLV2
 import SluicePlugins
 
 struct PluginsCommand: ParsableCommand, LoggingCommand {
@@ -85,19 +83,19 @@ struct PluginsCommand: ParsableCommand, LoggingCommand {
     /// `--verbose`: the LV2 and LADSPA plugins the `lv2` and `ladspa` node types can host, each
     /// with its parameters (reading every bundle and library: only the verbose listing does).
     static func printHostedPlugins() {
-        let lv2 = LV2World.shared.installedPlugins().plugins.filter { plugin in (try? LV2NodeType.type(of: plugin)) != nil }
-        print("\nLV2 plugins (`lv2` nodes; LV2_PATH or lilv's folders): \(lv2.count)")
-        for plugin in lv2 {
-            print("  \(plugin.uri)  \(plugin.summary)")
-            if !plugin.controls.isEmpty { print("    parameters: " + plugin.controls.map(\.symbol).joined(separator: ", ")) }
-        }
-        let ladspa = LADSPACatalog.installed().plugins.filter { plugin in (try? LADSPANodeType.type(of: plugin)) != nil }
-        print("\nLADSPA plugins (`ladspa` nodes; LADSPA_PATH and the system's folders): \(ladspa.count)")
-        for plugin in ladspa {
-            print("  \(LADSPACatalog.reference(of: plugin))  \(plugin.summary)")
-            if !plugin.controls.isEmpty { print("    parameters: " + plugin.controls.map(\.symbol).joined(separator: ", ")) }
+        let (lv2, ladspa) = HostedPlugins.installed()
+        for (title, entries) in [
+            ("LV2 plugins (`lv2` nodes; LV2_PATH or lilv's folders)", lv2),
+            ("LADSPA plugins (`ladspa` nodes; LADSPA_PATH and the system's folders)", ladspa),
+        ] {
+            print("\n\(title): \(entries.count)")
+            for entry in entries {
+                print("  \(entry.reference)  \(entry.summary)")
+                if !entry.parameters.isEmpty { print("    parameters: " + entry.parameters.joined(separator: ", ")) }
+            }
         }
     }
+
 
     /// The folder of a graph file's path.
     static func folder(of path: String) -> String {

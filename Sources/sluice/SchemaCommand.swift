@@ -1,8 +1,6 @@
 import ArgumentParser
 import SluiceConfig
 import SluiceGraph
-import SluiceLADSPA
-import SluiceLV2
 
 struct SchemaCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
@@ -41,16 +39,8 @@ struct SchemaCommand: ParsableCommand, LoggingCommand {
 
     /// Every installed LV2 and LADSPA plugin Sluice can host, with the values that pick it.
     static func installedPlugins() -> [GraphSchema.HostedPlugin] {
-        var plugins: [GraphSchema.HostedPlugin] = []
-        for plugin in LV2World.shared.installedPlugins().plugins {
-            guard let type = try? LV2NodeType.type(of: plugin) else { continue }
-            plugins.append(GraphSchema.HostedPlugin(picking: [("uri", plugin.uri)], descriptor: type.descriptor))
-        }
-        for plugin in LADSPACatalog.installed().plugins {
-            guard let type = try? LADSPANodeType.type(of: plugin) else { continue }
-            let library = plugin.libraryPath.split(separator: "/").last.map(String.init) ?? plugin.libraryPath
-            plugins.append(GraphSchema.HostedPlugin(picking: [("library", library), ("label", plugin.label)], descriptor: type.descriptor))
-        }
-        return plugins
+        let (lv2, ladspa) = HostedPlugins.installed()
+        return (lv2 + ladspa).map { GraphSchema.HostedPlugin(picking: $0.picking, descriptor: $0.type.descriptor) }
     }
+
 }
