@@ -81,8 +81,8 @@ let realtimeModuleSettings: [SwiftSetting] = [
 
 /// The executables that host a graph's JACK client, as release builds link them: gold puts
 /// the functions linker/realtime-layout.txt lists into one stretch of code, so a period
-/// touches a few code pages instead of one or more per module (docs/benchmarks.md, "Hot code
-/// together"); scripts/check-realtime-layout checks the built tool against the list.
+/// touches a few code pages instead of one or more per module (CHANGELOG.md, Earlier
+/// measurements, "jack: Hot code together"); scripts/check-realtime-layout checks the built tool against the list.
 let realtimeLayoutLinkerSettings: [LinkerSetting] = [
     .unsafeFlags(
         ["-Xlinker", "--section-ordering-file=\(Context.packageDirectory)/linker/realtime-layout.txt"],

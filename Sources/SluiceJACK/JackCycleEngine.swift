@@ -43,8 +43,8 @@ final class JackCycleEngine: @unchecked Sendable {
     private let hooks: JackRealtimeHooks?
     /// The lines a period reads, fetched together at its start (`GraphCycle.periodLines`, and
     /// the engine's own port tables): a cold callback's misses then overlap instead of each
-    /// waiting for the pointer read before it (measured: docs/benchmarks.md, "Hot code
-    /// together").
+    /// waiting for the pointer read before it (measured: CHANGELOG.md, Earlier
+    /// measurements, "jack: Hot code together").
     // SAFETY: filled in `init`, freed in `deinit`; the addresses are only prefetched, which
     // never faults (and the objects behind them outlive the client's activation).
     private let periodLines: UnsafeMutablePointer<UnsafeRawPointer>
@@ -214,7 +214,7 @@ final class JackCycleEngine: @unchecked Sendable {
     /// The period's usual paths are kept apart from the rare ones (here, in `play`, and with
     /// branch hints in the nodes' steps and the playhead): a callback that finds its code
     /// cold pays for every line it runs through, so the lines it runs should be few and
-    /// together (docs/benchmarks.md, "Fewer lines a period").
+    /// together (CHANGELOG.md, Earlier measurements, "jack: Fewer lines a period").
     @inline(__always)
     private func capture(_ endpoint: Int, cycle: GraphCycle, nframes: jack_nframes_t) {
         let index = capture.indices[endpoint]

@@ -59,7 +59,7 @@ public final class Fader {
     ) -> (framesConsumed: Int, framesProduced: Int) {
         // No look-ahead, nothing held, not cancelled: a copy and the gain, small enough to
         // inline into the node's step; shaping (and everything rare) is out of line
-        // (docs/benchmarks.md, "Fewer lines a period").
+        // (CHANGELOG.md, Earlier measurements, "jack: Fewer lines a period").
         if let target = output.baseAddress, let source = input.baseAddress,
             let frames = processFrameForFrame(source, into: target, samples: min(input.count, output.count) / channels * channels)
         {

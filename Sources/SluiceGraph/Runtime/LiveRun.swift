@@ -160,7 +160,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// cannot post (or waits for ports until a deadline); else once a second. Each look of an
     /// idle thread is a context switch: at 5 ms they were a quarter of a speech run's CPU, and
     /// the 50 ms looks of the control loop and the worker together a quarter of `sluice run`'s
-    /// (docs/benchmarks.md, "Looking less").
+    /// (CHANGELOG.md, Earlier measurements, "jack: Looking less").
     private var nextLook: Double {
         if sizingWatermark { return 0.005 }
         if recordsTimeline { return 0.01 }

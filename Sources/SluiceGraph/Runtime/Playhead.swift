@@ -130,7 +130,7 @@ public final class Playhead: @unchecked Sendable {
         // sleeping thread is a futex system call on the device thread, and the filler moves
         // audio in larger pieces for it; the edge still holds the other half. At a quarter,
         // a 3 s edge's wakes were 0.7 % of the periods, enough to set the callback's p99 —
-        // half as many took it down by about an eighth (docs/benchmarks.md, "Half the edge").
+        // half as many took it down by about an eighth (CHANGELOG.md, Earlier measurements, "jack: Half the edge").
         // And only when half of it is free: not every half edge taken, when the filler's own
         // looks (once a second, `LiveRun.idleLook`) keep a larger edge fuller than that.
         wakeQuantum = max(1, capacityFrames / 2)
@@ -354,8 +354,8 @@ public final class Playhead: @unchecked Sendable {
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!
         // The steady state (playing, nothing asked) falls straight through to the count: the
-        // hints keep the rare branches out of its way, in a few cache lines (docs/benchmarks.md,
-        // "Fewer lines a period").
+        // hints keep the rare branches out of its way, in a few cache lines (CHANGELOG.md,
+        // Earlier measurements, "jack: Fewer lines a period").
         guard _fastPath(current != .finished) else {
             silence(output, frames: frames)
             return true

@@ -300,8 +300,8 @@ extension ProcessorSlot {
             var chunk = frames - done
             // A waiting change is rare, and a change timed for later is one that waits, so one
             // look at the queue does for both; the hints (here and below: a node keeps its
-            // promise) keep the usual period's path straight (docs/benchmarks.md, "Fewer
-            // lines a period").
+            // promise) keep the usual period's path straight (CHANGELOG.md, Earlier
+            // measurements, "jack: Fewer lines a period").
             if let parametersRef, _slowPath(parametersRef._withUnsafeGuaranteedRef({ $0.hasPending() })) {
                 let position = periodFrames
                 _ = applyParameterChanges(atOutputFrame: position)

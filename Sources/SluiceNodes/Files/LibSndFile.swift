@@ -6,8 +6,8 @@ import Glibc
 /// The tool does not link libsndfile, because linking it loads it, and its codecs (FLAC,
 /// Vorbis, Opus, mpg123, LAME: eight libraries) with it, into every command at exec, before
 /// `main`: 0.6–0.75 ms of the dynamic loader's work in each `sluice launch` and `sluice
-/// speak`, whose graphs never read a file (docs/benchmarks.md, "Launch: less before the
-/// client opens"). `CSndFile` gives the types and constants only; the calls go through here.
+/// speak`, whose graphs never read a file (CHANGELOG.md, Earlier
+/// measurements, "jack: Launch: less before the client opens"). `CSndFile` gives the types and constants only; the calls go through here.
 struct LibSndFile: Sendable {
     typealias Handle = OpaquePointer
 

@@ -28,7 +28,7 @@ public struct GainRamp: Sendable {
     /// True when the gain is exactly 1 and not moving: audio passes untouched.
     /// Compared as bits, which for 1 is the same test: the compiler then compares with an
     /// immediate instead of loading a constant of 1 from memory, a cache line of its own in
-    /// the JACK callback's period (docs/benchmarks.md, "Flat chains").
+    /// the JACK callback's period (CHANGELOG.md, Earlier measurements, "jack: Flat chains").
     @inlinable public var isUnity: Bool {
         current.bitPattern == 0x3F80_0000 && target.bitPattern == 0x3F80_0000  // 1.0's bits
     }
