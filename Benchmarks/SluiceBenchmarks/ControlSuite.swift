@@ -20,6 +20,10 @@ import Synchronization
 ///   whose level is the new gain and stamps it `jack_frames_to_time(jack_last_frame_time +
 ///   offset)`. Latency = heard − sent. Reference: one period + 1 ms; goal: the median within
 ///   it (the JSON line says whether the max is too).
+/// - **Control latency before a buffer** (`set-latency osc, before a 3 s buffer`, and the
+///   socket's): the same sends to `tone (square, amplitude 1) -> fader -> jack.sink` with
+///   `max-buffered: 3`, the tone seconds ahead of what is heard, no feed; the probe takes a
+///   level by its magnitude. Same reference and goal.
 /// - **Reply after reply** (`reply-first-audio`): `sluice serve graphs/speak.yaml` (the espeak
 ///   graph, `connect: auto`) plays into `bench-control-ear`, whose two input ports are flagged
 ///   physical, so every auto-connecting sink finds them. `replies` times, interleaved: serve
@@ -54,8 +58,9 @@ enum ControlSuite {
         note("server '\(server.name)': \(server.realtime ? "real-time scheduling" : "no real-time scheduling (jackd -R was refused)"), \(JackSuite.sampleRate) Hz, \(JackSuite.periodFrames)-frame periods")
 
         // SLUICE_BENCH_CONTROL_PARTS=latency (or replies) runs one part alone.
-        let parts = ProcessInfo.processInfo.environment["SLUICE_BENCH_CONTROL_PARTS"] ?? "latency,replies"
+        let parts = ProcessInfo.processInfo.environment["SLUICE_BENCH_CONTROL_PARTS"] ?? "latency,buffered,replies"
         if parts.contains("latency") { setLatency(sluice: sluice, server: server, folder: folder, runs: runs) }
+        if parts.contains("buffered") { bufferedSetLatency(sluice: sluice, server: server, folder: folder, runs: runs) }
         if parts.contains("replies") { replyAfterReply(sluice: sluice, server: server, folder: folder, runs: runs) }
     }
 
@@ -178,6 +183,100 @@ enum ControlSuite {
                     ("over_goal", Double(values.filter { $0 > goalMilliseconds }.count)),
                     ("reply_median", median(replyTimes)), ("reply_max", replyTimes.max()!),
                     ("period", periodMilliseconds), ("odd_samples", Double(oddSamples)), ("xruns", xruns),
+                ],
+                flags: [("max_goal_met", values.max()! <= goalMilliseconds)]
+            ).emit()
+        }
+    }
+
+    /// The same sends to a fader before a sink's 3 s buffer: `tone (square, amplitude 1) ->
+    /// fader (length 0, ramp 0) -> jack.sink` with `max-buffered: 3`, no feed. The tone runs
+    /// seconds ahead of what is heard; the fader's gain is applied at the sink's playhead
+    /// (docs/control.md, "When is a change heard?"), so the goal is the same period + 1 ms.
+    static func bufferedSetLatency(sluice: String, server: BenchServer, folder: String, runs: Int) {
+        let graph = "\(folder)/control-buffered.yaml"
+        let text = """
+            name: control-buffered
+            nodes:
+              tone: { type: tone, waveform: square, frequency: 100, amplitude: 1, duration: 3600 }
+              gain: { type: fader, length: 0, ramp: 0 }
+              out:  { type: jack.sink, channels: 1, connect: none }
+            links: [tone -> gain -> out]
+            playback: { client: bench-control, max-buffered: 3 }
+
+            """
+        guard FileManager.default.createFile(atPath: graph, contents: Data(text.utf8)) else { fail("cannot write \(graph)") }
+        note("control latency before a 3 s buffer: \(messages) OSC and \(messages) JSON-socket `set`s of gain 0.5 / 1.0 per run, 50-100 ms apart")
+        let probe = LevelProbe(server: server.name)
+        defer { probe.close() }
+        var latencies: [Channel: [Double]] = [:]
+        var buffered: [Double] = []
+        var oddSamples = 0
+        var xruns = 0.0
+        var generator = SplitMix64(seed: 0x5100_1CE1)
+        for run in 1...runs {
+            let served = Served.start(sluice: sluice, graph: graph, server: server, folder: folder, name: "buffered-\(run)")
+            probe.connect(feedTo: nil, recordFrom: "bench-control:out_1")
+            let connection = ControlConnection(path: served.socketPath)
+            SpeechSuite.waitUntil(seconds: 10, "the sink to hold 2 s of the tone") {
+                if let exit = served.process.poll() { fail("sluice serve ended (wait status \(exit.status)); its log:\n\(served.log)") }
+                return ((connection.request(#"{"command":"status"}"#)["bufferedSeconds"] as? NSNumber)?.doubleValue ?? 0) > 2
+            }
+            let osc = OSCSender(port: served.oscPort)
+            defer { osc.close() }
+            probe.startChecking()
+            var runLatencies: [Channel: [Double]] = [:]
+            for index in 0..<(2 * messages) {
+                let gain: Float = index % 2 == 0 ? 0.5 : 1.0
+                let channel: Channel = (index / 2) % 2 == 0 ? .osc : .json
+                probe.arm(target: gain)
+                let sent = jack_get_time()
+                switch channel {
+                case .osc:
+                    osc.send(OSCSender.message(address: "/sluice/node/gain/gain", float: gain))
+                    let reply = osc.receive(timeout: 2)
+                    guard reply.address == "/sluice/reply", reply.strings.first == "set" else {
+                        fail("OSC set of gain \(gain) answered \(reply.address) \(reply.strings)")
+                    }
+                case .json:
+                    connection.send(#"{"command":"set","node":"gain","parameter":"gain","value":\#(gain)}"#)
+                    let reply = connection.readReply(timeout: 2)
+                    guard reply["ok"] as? Bool == true else { fail("set of gain \(gain) refused: \(reply)") }
+                }
+                let deadline = monotonicSeconds() + 5
+                while probe.isArmed {
+                    if monotonicSeconds() > deadline { fail("gain \(gain) set over \(channel) was not heard within 5 s") }
+                    usleep(200)
+                }
+                runLatencies[channel, default: []].append(Double(Int64(bitPattern: probe.heardAt &- sent)) / 1_000)
+                let spacing = UInt64(50_000 + 50_000 * generator.nextUnit())
+                let now = jack_get_time()
+                if sent + spacing > now { usleep(UInt32(sent + spacing - now)) }
+            }
+            oddSamples += probe.stopChecking()
+            let status = connection.request(#"{"command":"status"}"#)
+            xruns = max(xruns, (status["xruns"] as? NSNumber)?.doubleValue ?? 0)
+            buffered.append((status["bufferedSeconds"] as? NSNumber)?.doubleValue ?? 0)
+            served.quit(connection)
+            for channel in Channel.allCases {
+                let values = runLatencies[channel] ?? []
+                note(String(format: "run %d, %@, before the buffer: median %.3f ms, max %.3f ms", run, channel.name, median(values), values.max()!))
+                latencies[channel, default: []] += values
+            }
+        }
+        if oddSamples > 0 { note("\(oddSamples) samples were neither ±0.5 nor ±1.0 (a ramp, or a glitch)") }
+        for channel in Channel.allCases {
+            let values = latencies[channel]!
+            Figure(
+                bench: "control", metric: "set-latency \(channel.name), before a 3 s buffer", sluice: median(values),
+                reference: goalMilliseconds, unit: "ms, send to heard (lower is better)",
+                referenceName: "one JACK period + 1 ms (256 frames at 48 kHz)", runs: runs,
+                goal: String(format: "sluice <= %.3f ms (a period + 1 ms)", goalMilliseconds),
+                goalMet: median(values) <= goalMilliseconds,
+                extras: [
+                    ("sluice_max", values.max()!), ("messages", Double(values.count)),
+                    ("over_goal", Double(values.filter { $0 > goalMilliseconds }.count)),
+                    ("buffered_seconds_median", median(buffered)), ("odd_samples", Double(oddSamples)), ("xruns", xruns),
                 ],
                 flags: [("max_goal_met", values.max()! <= goalMilliseconds)]
             ).emit()
@@ -715,12 +814,13 @@ final class LevelProbe {
                     let buffer = jack_port_get_buffer(state.recordPort, frames)!.assumingMemoryBound(to: Float.self)
                     if state.checking.load(ordering: .relaxed) {
                         var odd = 0
-                        for index in 0..<count where abs(buffer[index] - 0.5) > 1e-4 && abs(buffer[index] - 1) > 1e-4 { odd += 1 }
+                        for index in 0..<count where abs(abs(buffer[index]) - 0.5) > 1e-4 && abs(abs(buffer[index]) - 1) > 1e-4 { odd += 1 }
                         if odd > 0 { state.oddSamples.add(odd, ordering: .relaxed) }
                     }
                     if state.armed.load(ordering: .acquiring) {
                         let target = Float(bitPattern: state.target.load(ordering: .relaxed))
-                        for index in 0..<count where abs(buffer[index] - target) < 1e-4 {
+                        // By magnitude: a square wave's level is its magnitude.
+                        for index in 0..<count where abs(abs(buffer[index]) - target) < 1e-4 {
                             let frame = jack_last_frame_time(state.recorder) &+ jack_nframes_t(index)
                             state.heardAt.store(jack_frames_to_time(state.recorder, frame), ordering: .relaxed)
                             state.heardOffset.store(index, ordering: .relaxed)
@@ -737,14 +837,15 @@ final class LevelProbe {
 
     /// Connects the feeder to `feedTo` and `recordFrom` to the recorder, once both ports exist
     /// (up to 10 s).
-    func connect(feedTo: String, recordFrom: String) {
-        SpeechSuite.waitUntil(seconds: 10, "serve's ports \(feedTo) and \(recordFrom)") {
-            jack_port_by_name(feeder, feedTo) != nil && jack_port_by_name(feeder, recordFrom) != nil
+    /// `feedTo` nil: a graph with a source of its own, fed nothing.
+    func connect(feedTo: String?, recordFrom: String) {
+        SpeechSuite.waitUntil(seconds: 10, "serve's ports \(feedTo ?? "") and \(recordFrom)") {
+            feedTo.map { jack_port_by_name(feeder, $0) != nil } ?? true && jack_port_by_name(feeder, recordFrom) != nil
         }
         let feedName = String(cString: jack_port_name(state.feedPort))
         let recordName = String(cString: jack_port_name(state.recordPort))
-        guard jack_connect(feeder, feedName, feedTo) == 0, jack_connect(recorder, recordFrom, recordName) == 0 else {
-            fail("cannot connect \(feedName) -> \(feedTo) and \(recordFrom) -> \(recordName)")
+        guard feedTo.map({ jack_connect(feeder, feedName, $0) == 0 }) ?? true, jack_connect(recorder, recordFrom, recordName) == 0 else {
+            fail("cannot connect \(feedName) -> \(feedTo ?? "") and \(recordFrom) -> \(recordName)")
         }
     }
 

@@ -43,6 +43,15 @@ public final class ServedGraph: Sendable {
     /// Changes replied to before their node ran them: their `parameter` event waits for the frame.
     private let unacknowledged = PendingChanges()
 
+    /// Reads and checks the graph's file again, for `reload`; nil when the graph came from
+    /// no file (a one-line graph).
+    private let readGraph: (@Sendable () -> Result<CompiledGraph, ControlError>)?
+    /// The graph as it runs, and the values of its live parameters set since it started.
+    private let running: CompiledGraph
+    private let liveValues = Mutex<[String: [String: ParameterValue]]>([:])
+    /// A reload under way: a second one at the same time is refused, not queued behind it.
+    private let reloading = Atomic<Bool>(false)
+
     /// Changes waiting for their frame, shared with the run's event observer.
     final class PendingChanges: Sendable {
         private let state = Mutex<[ParameterControl.Applied]>([])
@@ -53,12 +62,17 @@ public final class ServedGraph: Sendable {
     ///   - extraStatus: fields `status` adds (the JACK device's client name).
     ///   - xruns: the device's xruns so far (`status`, and `xrun` events).
     ///   - quit: what `quit` does: fade out and end the run (called once).
+    ///   - readGraph: reads and checks the graph's file again (not live: no device is made),
+    ///     for `reload`; the failure's message is the file's diagnostics. Nil: nothing to reload.
     public init(
         graph: CompiledGraph, run: LiveRun, extraStatus: @escaping @Sendable () -> [String: any Sendable] = { [:] },
-        xruns: @escaping @Sendable () -> Int = { 0 }, quit: @escaping @Sendable () -> Void
+        xruns: @escaping @Sendable () -> Int = { 0 }, quit: @escaping @Sendable () -> Void,
+        readGraph: (@Sendable () -> Result<CompiledGraph, ControlError>)? = nil
     ) {
         graphName = graph.description.name
         self.run = run
+        running = graph
+        self.readGraph = readGraph
         var speakers: [String: any TextDrivenSource] = [:]
         var descriptors: [String: NodeDescriptor] = [:]
         for node in graph.nodes {
@@ -165,7 +179,7 @@ public final class ServedGraph: Sendable {
                 }
                 return done
             }
-            for applied in acknowledged { events.emit("parameter", ServedGraph.fields(of: applied)) }
+            for applied in acknowledged { events.emit("parameter", ServedGraph.fields(of: applied, in: run.parameters)) }
             guard !events.isEmpty else { return }
             let underruns = run.playheads.map(\.underruns).reduce(0, +)
             if underruns > self.underruns {
@@ -186,9 +200,20 @@ public final class ServedGraph: Sendable {
     }
 
     /// A `parameter` event's fields.
-    static func fields(of applied: ParameterControl.Applied) -> [String: any Sendable] {
+    static func fields(of applied: ParameterControl.Applied, in parameters: ParameterControl) -> [String: any Sendable] {
         var fields: [String: any Sendable] = ["node": applied.node, "parameter": applied.parameter, "value": applied.value]
-        if let frame = applied.frame { fields["frame"] = frame }
+        if let frame = applied.frame { fields.merge(heardFields(node: applied.node, frame: frame, in: parameters)) { $1 } }
+        return fields
+    }
+
+    /// A change's `frame` (the node's output frame it holds from), with `heard-frame` (the
+    /// sink's stream frame where that is heard) and `heard-in` (seconds from now until then).
+    static func heardFields(node: String, frame: Int, in parameters: ParameterControl) -> [String: any Sendable] {
+        var fields: [String: any Sendable] = ["frame": frame]
+        if let heard = parameters.heard(node: node, frame: frame) {
+            fields["heard-frame"] = heard.frame
+            fields["heard-in"] = (heard.inSeconds * 1000).rounded() / 1000
+        }
         return fields
     }
 
@@ -212,14 +237,19 @@ public final class ServedGraph: Sendable {
                 if let at { fields["at"] = at }
                 // The output frame of the node from which the new value holds; absent when the
                 // node ran no period within a second (it applies when it next runs).
-                if let frame = applied.frame { fields["frame"] = frame } else { fields["queued"] = true }
+                if let frame = applied.frame {
+                    fields.merge(Self.heardFields(node: node, frame: frame, in: run.parameters)) { $1 }
+                } else {
+                    fields["queued"] = true
+                }
                 // Watchers hear of every change with the frame it took effect at: now, or once
                 // the node has run it.
                 if applied.frame != nil {
-                    events.emit("parameter", Self.fields(of: applied))
+                    events.emit("parameter", ServedGraph.fields(of: applied, in: run.parameters))
                 } else {
                     unacknowledged.withLock { $0.append(applied) }
                 }
+                liveValues.withLock { $0[node, default: [:]][parameter] = .number(value) }
                 return .success(fields)
             } catch {
                 return .failure(ControlError(code: error.code, message: error.description))
@@ -283,7 +313,61 @@ public final class ServedGraph: Sendable {
         case .quit:
             if !quitting.exchange(true, ordering: .acquiringAndReleasing) { quit() }
             return .success([:])
+        case .reload:
+            return reload(waitForPeriod: waitForPeriod)
         }
+    }
+
+    /// `reload`: the file read and checked again, and each live parameter whose value in it
+    /// differs from the one in force set as a `set` would (ramped, answered with its frames).
+    /// Anything that would change the graph's shape is refused and nothing is applied.
+    private func reload(waitForPeriod: Bool) -> Result<[String: any Sendable], ControlError> {
+        guard let readGraph else {
+            return .failure(ControlError(code: "nothing-to-reload", message: "graph '\(graphName)' was not read from a file; there is nothing to read again"))
+        }
+        guard !reloading.exchange(true, ordering: .acquiringAndReleasing) else {
+            return .failure(ControlError(code: "reload-busy", message: "a reload is under way; send it again when it has answered"))
+        }
+        defer { reloading.store(false, ordering: .releasing) }
+        // Read and checked with no lock held: the file's reading and the nodes' making take time.
+        let file: CompiledGraph
+        switch readGraph() {
+        case .success(let graph): file = graph
+        case .failure(let error):
+            events.emit("reload-refused", ["code": error.code, "message": error.message])
+            return .failure(error)
+        }
+        let current = liveValues.withLock { $0 }
+        let changes: [GraphReload.Change]
+        switch GraphReload.changes(from: running, current: current, to: file) {
+        case .success(let found): changes = found
+        case .failure(let error):
+            events.emit("reload-refused", ["code": error.code, "message": error.message])
+            return .failure(error)
+        }
+        var applied: [[String: any Sendable]] = []
+        for change in changes {
+            do {
+                let done = try run.parameters.set(node: change.node, parameter: change.parameter, value: change.value, timeout: waitForPeriod ? 1 : 0)
+                liveValues.withLock { $0[change.node, default: [:]][change.parameter] = change.value }
+                var fields: [String: any Sendable] = ["node": change.node, "parameter": change.parameter, "value": done.value]
+                if let frame = done.frame {
+                    fields.merge(Self.heardFields(node: change.node, frame: frame, in: run.parameters)) { $1 }
+                    events.emit("parameter", ServedGraph.fields(of: done, in: run.parameters))
+                } else {
+                    fields["queued"] = true
+                    unacknowledged.withLock { $0.append(done) }
+                }
+                applied.append(fields)
+            } catch {
+                // Those before it stand: each was a change the file asks for.
+                let message = "node '\(change.node)', parameter '\(change.parameter)': \(error.description)"
+                    + (applied.isEmpty ? "" : " (\(applied.count) change\(applied.count == 1 ? "" : "s") before it applied)")
+                return .failure(ControlError(code: error.code, message: message))
+            }
+        }
+        events.emit("reloaded", ["changes": applied.count])
+        return .success(["changes": applied])
     }
 
     private func speak(_ text: String, node: String?, more: Bool) -> Result<[String: any Sendable], ControlError> {

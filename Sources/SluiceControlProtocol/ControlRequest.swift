@@ -43,6 +43,10 @@ public enum ControlRequest: Sendable, Hashable {
     case resume
     /// Fades out and ends the graph; `sluice serve` exits 0.
     case quit
+    /// Reads the served graph's file again, checks it, and applies what changed in it as
+    /// live changes; a file that does not check, or changes what cannot change while the
+    /// graph plays, is refused and the graph plays on.
+    case reload
 
     /// The command's name, as the JSON form's `command` and the OSC address's last part.
     public var name: String {
@@ -60,6 +64,7 @@ public enum ControlRequest: Sendable, Hashable {
         case .pause: "pause"
         case .resume: "resume"
         case .quit: "quit"
+        case .reload: "reload"
         }
     }
 }
@@ -156,7 +161,7 @@ public enum ControlJSON {
 
     static let commands = [
         "set", "speak", "cancel", "configure", "watch", "connect", "disconnect", "status", "parameters", "pause", "resume",
-        "quit",
+        "quit", "reload",
     ]
 
     /// A JSON number as a Double; nil for anything else, `true` and `false` included (which
@@ -239,6 +244,7 @@ public enum ControlJSON {
         case "pause": return .success(.pause)
         case "resume": return .success(.resume)
         case "quit": return .success(.quit)
+        case "reload": return .success(.reload)
         default:
             let close = closestNames(to: command, among: commands, limit: 1)
             let hint = close.isEmpty ? "one of: \(commands.joined(separator: ", "))" : "did you mean '\(close[0])'?"

@@ -136,11 +136,12 @@ public enum OSCRequest {
             }
             guard index == types.count else { return wrongArguments(usage) }
             return (address, .success(address == "/sluice/subscribe" ? .subscribe(port: port, levels: levels) : .unsubscribe(port: port)))
-        case "/sluice/status", "/sluice/parameters", "/sluice/pause", "/sluice/resume", "/sluice/quit", "/sluice/cancel":
+        case "/sluice/status", "/sluice/parameters", "/sluice/pause", "/sluice/resume", "/sluice/quit", "/sluice/cancel",
+            "/sluice/reload":
             guard types.isEmpty else { return wrongArguments("no arguments") }
             let requests: [String: ControlRequest] = [
                 "status": .status, "parameters": .parameters, "pause": .pause, "resume": .resume, "quit": .quit,
-                "cancel": .cancel,
+                "cancel": .cancel, "reload": .reload,
             ]
             return (address, .success(requests[String(address.dropFirst("/sluice/".count))]!))
         default:
@@ -148,7 +149,7 @@ public enum OSCRequest {
                 "/sluice/node/<node>/<parameter>", "/sluice/configure/<node>/<parameter>", "/sluice/speak",
                 "/sluice/interrupt", "/sluice/cancel", "/sluice/connect", "/sluice/disconnect",
                 "/sluice/status", "/sluice/parameters", "/sluice/subscribe", "/sluice/unsubscribe",
-                "/sluice/pause", "/sluice/resume", "/sluice/quit",
+                "/sluice/pause", "/sluice/resume", "/sluice/quit", "/sluice/reload",
             ]
             return (address, .failure(ControlError(
                 code: "osc-unknown-address", message: "no OSC address '\(address)'; addresses: \(known.joined(separator: ", "))")))

@@ -1,3 +1,5 @@
+import SluiceAudio
+
 /// Sums N inputs of the same channel count into one output, each input with its own gain.
 /// Gains move in straight-line ramps, never in jumps.
 ///

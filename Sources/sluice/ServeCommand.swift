@@ -54,6 +54,9 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "Print the run's timings and counters at the end: json.")
     var stats: StatsFormat?
 
+    @Flag(name: .long, help: "Reload the graph file when it changes (as `sluice ctl reload` and SIGHUP do): changed live parameters apply, ramped; a file that does not check is refused and the graph plays on.")
+    var watch = false
+
     @OptionGroup var failures: FailureOptions
 
     @OptionGroup var plugins: PluginOptions
@@ -64,6 +67,9 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
         guard (0.1...3_600).contains(idleTimeout) else { throw ValidationError("--idle-timeout takes 0.1…3600 seconds, not \(idleTimeout)") }
         if let oscPort, !(0...65_535).contains(oscPort) {
             throw ValidationError("--osc-port takes 0…65535, not \(oscPort)")
+        }
+        if watch && !FileManager.default.fileExists(atPath: graph) {
+            throw ValidationError("--watch needs a graph file; '\(graph)' is not one")
         }
     }
 
@@ -80,9 +86,22 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
             quit: {
                 for source in compiled.textSources { source.finishText() }
                 live.cancel()
-            })
+            },
+            readGraph: readGraph(rate: live.playheads.first?.sampleRate))
         let interrupt = InterruptHandler { live.cancel() }
         defer { interrupt.stop() }
+        // SIGHUP and --watch reload as `ctl reload` does; the outcome goes to standard error.
+        let reloads = ReloadTriggers(watching: watch ? graph : nil) { why in
+            switch served.handle(.reload) {
+            case .success(let fields):
+                let changes = (fields["changes"] as? [[String: any Sendable]]) ?? []
+                let listed = changes.map { "\($0["node"] ?? "").\($0["parameter"] ?? "") = \($0["value"] ?? "")" }
+                printError("reloaded (\(why)): " + (listed.isEmpty ? "nothing changed" : listed.joined(separator: ", ")))
+            case .failure(let error):
+                printError("reload refused (\(why)), the graph plays on: \(error.message)")
+            }
+        }
+        defer { reloads.stop() }
 
         let report: RunReport
         do {
@@ -119,6 +138,23 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
         if served.isQuitting && !interrupt.interrupted { ended.cancelled = false }
         try failures.finish(ended)
     }
+
+    /// How `reload` reads the graph file again: checked as `sluice check` checks it, at the
+    /// running graph's rate, making no JACK client. Nil for a one-line graph.
+    private func readGraph(rate: Int?) -> (@Sendable () -> Result<CompiledGraph, ControlError>)? {
+        guard FileManager.default.fileExists(atPath: graph) else { return nil }
+        let (graph, server, trust) = (graph, server, plugins.trustGraphFolder)
+        return {
+            do {
+                return .success(try GraphLoading.checked(
+                    graph, options: .init(isLive: false, deviceRate: rate), server: server, trustGraphFolder: trust))
+            } catch let diagnostics as GraphDiagnostics {
+                return .failure(ControlError(code: "does-not-check", message: diagnostics.description))
+            } catch {
+                return .failure(ControlError(code: "does-not-check", message: "\(error)"))
+            }
+        }
+    }
 }
 
 struct CtlCommand: ParsableCommand, LoggingCommand {
@@ -132,6 +168,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
             sluice ctl configure voice rate=220 voice=en-us
             sluice ctl watch [--levels]         # events, a line each, until the graph ends
             sluice ctl connect out_1 system:playback_1    # or disconnect
+            sluice ctl reload                   # read the graph file again: changed live parameters apply
             sluice ctl status | parameters | pause | resume | quit
             sluice ctl --json '{"command":"status"}'
 
@@ -165,7 +202,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "Send this JSON request line as it is.")
     var json: String?
 
-    @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | connect PORT PORT | disconnect PORT PORT | status | parameters | pause | resume | quit")
+    @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | connect PORT PORT | disconnect PORT PORT | status | parameters | pause | resume | reload | quit")
     var words: [String] = []
 
     @OptionGroup var logging: LoggingOptions
@@ -219,7 +256,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
             return json
         }
         guard let command = words.first else {
-            throw ValidationError("name a command: set, speak, cancel, configure, watch, connect, disconnect, status, parameters, pause, resume or quit")
+            throw ValidationError("name a command: set, speak, cancel, configure, watch, connect, disconnect, status, parameters, pause, resume, reload or quit")
         }
         var object: [String: Any] = ["command": command]
         switch command {

@@ -161,7 +161,16 @@ do {
                 + " ! channel-map channels=2 ! jack.sink client=rtsan-probe connect=none")
         description.playback.boundary = CycleBoundary(rawValue: boundary) ?? .sink
         graph = try GraphCompiler(registry: registry, options: .init(isLive: true)).compile(description)
-        report = try LiveRun(graph: graph).run()
+        let run = try LiveRun(graph: graph)
+        try run.start()
+        // Live changes while it plays: the fader's gain and the map's balance, which the sink's
+        // playhead applies in the callback when the boundary is the sink (`PlayheadGains`).
+        for step in 0..<40 where !run.playheads.allSatisfy(\.isFinished) {
+            _ = try? run.parameters.set(node: "fader", parameter: "gain", value: .number(step % 2 == 0 ? 0.5 : 1), atFrame: nil, timeout: 0)
+            _ = try? run.parameters.set(node: "channel-map", parameter: "pan", value: .number(step % 3 == 0 ? -0.5 : 0.25), timeout: 0)
+            usleep(25_000)
+        }
+        report = try run.wait()
     }
     devices += graph.devices.compactMap { $0 as? JackDevice }
     let callbacks = devices.map(\.callbackCount).reduce(0, +)

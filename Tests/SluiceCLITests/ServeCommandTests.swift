@@ -159,11 +159,14 @@ import Testing
 
     /// How the recorded tone (its frame 0 at `first`) differs from a level `from` up to frame
     /// `at`, a straight ramp to `to` over `rampFrames`, then `to` for a tenth of a second.
-    func levelProblems(_ samples: [Float], first: Int, at frame: Int, from: Double, to: Double, rampFrames ramp: Int) -> [String] {
+    /// `checkingFrom` skips the frames before it (a fader's fade-in).
+    func levelProblems(
+        _ samples: [Float], first: Int, at frame: Int, from: Double, to: Double, rampFrames ramp: Int, checkingFrom start: Int = 0
+    ) -> [String] {
         let omega = 2 * Double.pi * Self.frequency / Double(Self.rate)
         func tone(_ n: Int) -> Double { Self.amplitude * sin(omega * Double(n)) }
         var worst = (before: 0.0, ramp: 0.0, after: 0.0)
-        for n in 0..<min(frame + ramp + Self.rate / 10, samples.count - first) {
+        for n in start..<min(frame + ramp + Self.rate / 10, samples.count - first) {
             let heard = Double(samples[first + n])
             if n < frame {
                 worst.before = max(worst.before, abs(heard - from * tone(n)))

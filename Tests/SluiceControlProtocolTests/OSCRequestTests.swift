@@ -61,6 +61,14 @@ import Testing
         }
         #expect(Self.parse(Self.datagram("/sluice/status", [])) != nil, "without a secret everything is answered")
     }
+
+    @Test("reload takes no arguments: with one it is refused naming the usage")
+    func reload() throws {
+        let parsed = try #require(Self.parse(Self.datagram("/sluice/reload", [])))
+        #expect(try parsed.1.get() == .reload)
+        let extra = try #require(Self.parse(Self.datagram("/sluice/reload", [.string("graph.yaml")])))
+        if case .failure(let error) = extra.1 { #expect(error.message.contains("no arguments"), "\(error)") } else { Issue.record("an argument taken") }
+    }
 }
 
 @Suite struct ControlJSONTests {
@@ -83,5 +91,16 @@ import Testing
         #expect(try zero.get() == .set(node: "n", parameter: "p", value: 1, at: 0))
         let (huge, _) = ControlJSON.parse(Array(#"{"command":"set","node":"n","parameter":"p","value":1e300}"#.utf8))
         #expect(try huge.get() == .set(node: "n", parameter: "p", value: 1e300, at: nil))
+    }
+
+    @Test("reload is a command; a misspelling is answered with it")
+    func reload() throws {
+        #expect(try ControlJSON.parse(Array(#"{"command":"reload"}"#.utf8)).0.get() == .reload)
+        let (misspelt, _) = ControlJSON.parse(Array(#"{"command":"relaod"}"#.utf8))
+        if case .failure(let error) = misspelt {
+            #expect(error.code == "unknown-command" && error.message.contains("did you mean 'reload'?"), "\(error)")
+        } else {
+            Issue.record("'relaod' taken")
+        }
     }
 }

@@ -15,6 +15,9 @@ final class GraphRuntime: @unchecked Sendable {
     let cycleProcessors: [ProcessorSlot]
     let sources: [SourceSlot]
     let sinks: [SinkSlot]
+    /// The live parameter queues of the nodes whose output gains a sink's playhead applies,
+    /// with the index of that sink in `sinks`.
+    let outputGainParameters: [(node: String, queue: ParameterQueue, sink: Int)]
     /// Posted when the worker has something to do (live runs); nil offline.
     let workerWake: WakeSignal?
     private var lastDrySpells: [Int]
@@ -135,6 +138,10 @@ final class GraphRuntime: @unchecked Sendable {
             }
         }
 
+        // Output gains of nodes before a sink's buffer go to its playhead (OutputGainNode).
+        let handovers = live ? Self.outputGainHandovers(in: graph, sinkNodes: sinkNodeIndices, skipping: sinks.map(\.fedInCycle)) : [:]
+        var handedOver = [[(node: String, queue: ParameterQueue, gains: any OutputGains)]](repeating: [], count: sinks.count)
+
         var processors: [ProcessorSlot] = []
         var cycleProcessors: [ProcessorSlot] = []
         var ringCycleProcessors: [ProcessorSlot] = []
@@ -171,10 +178,14 @@ final class GraphRuntime: @unchecked Sendable {
                 directSteps.append(DirectSection.Step(slot: slot, inputs: inputLinks[index], outputs: outputLinks[index]))
                 cycleProcessors.append(slot)
             case let processor as any ProcessorNode:
+                let sink = handovers[index]
+                if let sink, let gains = processor as? any OutputGainNode {
+                    handedOver[sink].append((node.name, ParameterQueue(wake: nil), gains.handOverOutputGains()))
+                }
                 let slot = ProcessorSlot(
                     name: node.name, node: processor, ports: ports,
                     inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! },
-                    parameterWake: inCycle[index] ? nil : workerWake)
+                    parameterWake: inCycle[index] ? nil : workerWake, parametersElsewhere: sink != nil)
                 if inCycle[index] {
                     cycleProcessors.append(slot)
                     ringCycleProcessors.append(slot)
@@ -198,6 +209,12 @@ final class GraphRuntime: @unchecked Sendable {
                 for feeder in feeders[node] where upstream.insert(feeder).inserted { frontier.append(feeder) }
             }
             return sourceNodes.firstIndex { upstream.contains($0) } ?? 0
+        }
+        for (sink, nodes) in handedOver.enumerated() where !nodes.isEmpty {
+            sinks[sink].playhead.outputGains = PlayheadGains(channels: sinks[sink].playhead.channels, nodes: nodes)
+        }
+        outputGainParameters = handedOver.enumerated().flatMap { sink, nodes in
+            nodes.map { (node: $0.node, queue: $0.queue, sink: sink) }
         }
         self.processors = processors
         self.cycleProcessors = cycleProcessors
@@ -224,6 +241,37 @@ final class GraphRuntime: @unchecked Sendable {
         } else {
             cycle = nil
         }
+    }
+
+    /// [control-thread] The nodes whose output gains a sink's playhead applies (node index →
+    /// index in `sinkNodes`): walking up from each sink that plays from a buffer (not
+    /// `skipping`), through nodes with one input link and one output link, each
+    /// `OutputGainNode` met, as long as the nodes between it and the sink are
+    /// `GainTransparentNode`s — that keep channels apart, for gains that differ by channel.
+    static func outputGainHandovers(in graph: CompiledGraph, sinkNodes: [Int], skipping: [Bool]) -> [Int: Int] {
+        var inputs = [[Int]](repeating: [], count: graph.nodes.count)
+        var outputCount = [Int](repeating: 0, count: graph.nodes.count)
+        for edge in graph.edges {
+            inputs[edge.toNode].append(edge.fromNode)
+            outputCount[edge.fromNode] += 1
+        }
+        var handovers: [Int: Int] = [:]
+        for (sink, sinkNode) in sinkNodes.enumerated() where !skipping[sink] && inputs[sinkNode].count == 1 {
+            var node = inputs[sinkNode][0]
+            var channelsMixed = false
+            while inputs[node].count == 1 && outputCount[node] == 1, graph.nodes[node].instance is any ProcessorNode {
+                let instance = graph.nodes[node].instance
+                if let gains = instance as? any OutputGainNode, handovers[node] == nil,
+                    gains.outputGainsAreUniform || !channelsMixed
+                {
+                    handovers[node] = sink
+                }
+                guard let transparent = instance as? any GainTransparentNode else { break }
+                channelsMixed = channelsMixed || !transparent.keepsChannelsApart
+                node = inputs[node][0]
+            }
+        }
+        return handovers
     }
 
     /// Underrun and cancel fades: 5 ms, as short as a fade can be without a click.

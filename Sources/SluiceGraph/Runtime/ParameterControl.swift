@@ -10,6 +10,19 @@ public final class ParameterControl: Sendable {
         let name: String
         let descriptor: NodeDescriptor
         let queue: ParameterQueue
+        /// Where the node's output is heard, when it reaches a sink.
+        let heard: HeardAt?
+    }
+
+    /// How a frame of a node's output maps to a sink's stream: through the nodes between
+    /// (their latency, their rate changes), or the same frame when the sink's playhead applies
+    /// the change itself.
+    struct HeardAt: Sendable {
+        let playhead: Playhead
+        /// Sink frames per node output frame (a resampler between changes it).
+        let ratio: Double
+        /// What the nodes between delay the audio by, in the sink's frames.
+        let latencyFrames: Int
     }
 
     private let targets: [String: Target]
@@ -20,11 +33,53 @@ public final class ParameterControl: Sendable {
         var targets: [String: Target] = [:]
         let slots = (runtime.processors + runtime.cycleProcessors).map { ($0.name, $0.parameters) } + runtime.sources.map { ($0.name, $0.parameters) }
         for (name, parameters) in slots {
-            guard let queue = parameters, let node = runtime.graph.nodes.first(where: { $0.name == name }) else { continue }
-            targets[name] = Target(name: name, descriptor: node.descriptor, queue: queue)
+            guard let queue = parameters, let index = runtime.graph.nodes.firstIndex(where: { $0.name == name }) else { continue }
+            targets[name] = Target(
+                name: name, descriptor: runtime.graph.nodes[index].descriptor, queue: queue, heard: Self.heard(from: index, in: runtime))
+        }
+        // Output gains a playhead applies: their frames are the sink's own.
+        for handed in runtime.outputGainParameters {
+            guard let node = runtime.graph.nodes.first(where: { $0.name == handed.node }) else { continue }
+            targets[handed.node] = Target(
+                name: handed.node, descriptor: node.descriptor, queue: handed.queue,
+                heard: HeardAt(playhead: runtime.sinks[handed.sink].playhead, ratio: 1, latencyFrames: 0))
         }
         self.targets = targets
         nodeNames = runtime.graph.nodes.map(\.name)
+    }
+
+    /// [control-thread] Where node `index`'s output is heard: the sink reached by following
+    /// each node's first output link, with the latency and rate changes of the nodes between;
+    /// nil when it reaches no sink with a playhead.
+    private static func heard(from index: Int, in runtime: GraphRuntime) -> HeardAt? {
+        let graph = runtime.graph
+        guard case .frames(let nodeRate, _)? = graph.nodes[index].outputFormats.first else { return nil }
+        var node = index
+        var latency = 0.0  // in seconds: the rates between may differ
+        while let edge = graph.edges.first(where: { $0.fromNode == node }) {
+            let next = edge.toNode
+            if let sink = runtime.sinks.first(where: { $0.name == graph.nodes[next].name }) {
+                let rate = Double(sink.playhead.sampleRate)
+                return HeardAt(
+                    playhead: sink.playhead, ratio: rate / Double(nodeRate), latencyFrames: Int((latency * rate).rounded()))
+            }
+            guard case .frames(let rate, _)? = graph.nodes[next].outputFormats.first, rate > 0 else { return nil }
+            latency += Double(graph.nodes[next].instance.latencyFrames) / Double(rate)
+            node = next
+        }
+        return nil
+    }
+
+    /// [control-thread] The sink's stream frame at which `frame` of `node`'s output is heard,
+    /// and the seconds from now until then (0 when already heard); nil when its output reaches
+    /// no sink. Exact for a gain its sink's playhead applies; for other nodes the nodes'
+    /// reported latencies and rates between, as the compiled graph states them.
+    public func heard(node: String, frame: Int) -> (frame: Int, inSeconds: Double)? {
+        guard let heard = targets[node]?.heard else { return nil }
+        let sinkFrame = Int((Double(frame) * heard.ratio).rounded()) + heard.latencyFrames
+        let playhead = heard.playhead
+        let ahead = sinkFrame - playhead.playedFrames + playhead.outputLatencyFrames
+        return (sinkFrame, max(0, Double(ahead) / Double(playhead.sampleRate)))
     }
 
     /// Where a change was applied.

@@ -25,6 +25,8 @@ public final class Playhead: @unchecked Sendable {
     private let pauseRequested = Atomic<Bool>(false)
     /// Whether `take` measures the peak: only while a level meter reads it.
     private let metering = Atomic<Bool>(false)
+    // SAFETY: `outputGains`, unretained, for `render`; set with it, which keeps it alive.
+    private var outputGainsRef: Unmanaged<PlayheadGains>?
     // Device-thread state.
     /// A pause has begun (faded out) and playback holds.
     private var holding = false
@@ -101,6 +103,11 @@ public final class Playhead: @unchecked Sendable {
     /// Debug builds: `render` runs on one thread at a time.
     private let renderCheck = ThreadTagCheck("Playhead.render")
 
+    /// The output gains of the nodes before this sink's buffer, applied to what it plays
+    /// (`PlayheadGains`); nil when none are handed over. Set before the graph runs.
+    var outputGains: PlayheadGains? {
+        didSet { outputGainsRef = outputGains.map { .passUnretained($0) } }
+    }
     /// Markers the playhead holds while it waits to reach their positions.
     static let heldMarkerCapacity = 256
 
@@ -267,6 +274,15 @@ public final class Playhead: @unchecked Sendable {
     public func render(into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         renderCheck.enter()
         defer { renderCheck.exit() }
+        guard let gainsRef = outputGainsRef else { return renderStream(into: output, frames: frames) }
+        let streamFrame = streamFramesValue.load(ordering: .relaxed)
+        let finished = renderStream(into: output, frames: frames)
+        gainsRef._withUnsafeGuaranteedRef { $0.apply(to: output, frames: frames, streamFrame: streamFrame) }
+        return finished
+    }
+
+    /// `render` before the output gains of the nodes before the buffer.
+    private func renderStream(into output: UnsafeMutablePointer<Float>, frames: Int) -> Bool {
         let deviceStart = beginPeriod()
         defer { deviceFramesValue.store(deviceStart + frames, ordering: .releasing) }
         var current = State(rawValue: stateValue.load(ordering: .relaxed))!

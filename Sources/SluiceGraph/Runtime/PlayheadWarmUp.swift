@@ -5,12 +5,19 @@ extension Playhead {
     /// the end of a stream and a cancel — on a throwaway playhead, so that the allocations
     /// some paths make on their first use in a process (Swift runtime metadata) happen here
     /// and not on a device's real-time thread. Call it before a device starts calling
-    /// `render`.
+    /// `render`. The first pass applies output gains too (`PlayheadGains`): a change at once,
+    /// one timed within a period.
     public static func warmUp(channels: Int) {
         for cancelling in [false, true] {
             let (writer, playhead, events) = makeSinkEdge(
                 rate: 48_000, channels: channels, capacityFrames: 1024, fadeFrames: 16,
                 watermarkFrames: 32, eventCapacity: 64, workerWake: WakeSignal())
+            let gainChanges = ParameterQueue(wake: nil)
+            if !cancelling {
+                playhead.outputGains = PlayheadGains(channels: channels, nodes: [("warm-up", gainChanges, WarmUpGains())])
+                _ = gainChanges.send(parameter: 0, value: 0.5)
+                _ = gainChanges.send(parameter: 0, value: 1, atFrame: 100)
+            }
             let output = UnsafeMutablePointer<Float>.allocate(capacity: 64 * channels)
             defer { output.deallocate() }
             var written = 0
@@ -38,4 +45,12 @@ extension Playhead {
             while events.next() != nil {}
         }
     }
+}
+
+/// A gain for `Playhead.warmUp` to apply.
+private final class WarmUpGains: OutputGains {
+    private var value: Float = 1
+    var rampFrames: Int { 8 }
+    func gain(channel: Int) -> Float { value }
+    func apply(_ change: ParameterChange) { value = Float(change.value) }
 }

@@ -35,16 +35,18 @@ public final class ProcessorSlot {
 
     /// - Parameter parameterWake: posted when a live parameter change is queued (the thread
     ///   that runs this slot, if it sleeps).
+    /// - Parameter parametersElsewhere: the node's live parameters are applied elsewhere (its
+    ///   output gains, by a playhead): the slot takes no changes.
     public init(
         name: String, node: any ProcessorNode, ports: NodePorts, inputs: [EdgeReader], outputs: [EdgeWriter],
-        parameterWake: WakeSignal? = nil
+        parameterWake: WakeSignal? = nil, parametersElsewhere: Bool = false
     ) {
         self.name = name
         self.node = node
         self.ports = ports
         self.inputs = inputs
         self.outputs = outputs
-        liveNode = node as? any LiveParameterNode
+        liveNode = parametersElsewhere ? nil : node as? any LiveParameterNode
         parameters = liveNode == nil ? nil : ParameterQueue(wake: parameterWake)
         parametersRef = parameters.map { .passUnretained($0) }
         idleState = .allocate(capacity: 2 * (inputs.count + outputs.count) + 2)

@@ -10,10 +10,12 @@ import SluiceGraph
 /// Live: `gain` (on every output channel) and `pan` (the balance of a stereo output: centre
 /// leaves both sides at 0 dB, −1 silences the right, 1 the left, linearly) may change while
 /// the graph plays; each output channel's gain moves there in a straight line over
-/// `rampSeconds`.
+/// `rampSeconds`. Before a sink's buffer, a live run hands them to the sink's playhead
+/// (`OutputGainNode`), which applies them to what it plays, so a change is heard within a
+/// period.
 ///
 /// Markers: pass through at the same positions (the node is 1:1). Drain: nothing held.
-public final class ChannelMapNode: LiveParameterNode {
+public final class ChannelMapNode: OutputGainNode, GainTransparentNode {
     public static let type = NodeType(
         NodeDescriptor(
             typeName: "channel-map", kind: .processor,
@@ -99,13 +101,37 @@ public final class ChannelMapNode: LiveParameterNode {
 
     /// Output channel `channel`'s gain for `gain` and `pan`.
     func outputGain(_ channel: Int) -> Float {
-        guard outputChannels == 2 else { return gain }
+        gainsHandedOver ? 1 : Self.outputGain(channel, of: outputChannels, gain: gain, pan: pan)
+    }
+
+    /// Output channel `channel`'s gain, of `channels`, for `gain` and `pan` (a stereo output's
+    /// balance; any other has one gain for all).
+    static func outputGain(_ channel: Int, of channels: Int, gain: Float, pan: Float) -> Float {
+        guard channels == 2 else { return gain }
         let side: Float = channel == 0 ? min(1, 1 - pan) : min(1, 1 + pan)
         return gain * side
     }
 
+    /// The gains went to a playhead (`handOverOutputGains`): the map's own stay at 1.
+    private var gainsHandedOver = false
+
+    /// Only a stereo output has a balance.
+    public var outputGainsAreUniform: Bool { outputChannels != 2 }
+
+    /// Mono copied to stereo, or stereo averaged: channels mix.
+    public var keepsChannelsApart: Bool { false }
+
+    public func handOverOutputGains() -> any OutputGains {
+        gainsHandedOver = true
+        if let ramps {
+            for channel in 0..<outputChannels { ramps[channel] = GainRamp(1) }
+        }
+        unity = true
+        return ChannelMapGains(channels: outputChannels, gain: gain, pan: pan, rampFrames: rampFrames)
+    }
+
     public func apply(_ change: ParameterChange) {
-        guard let ramps, change.value.isFinite else { return }
+        guard let ramps, change.value.isFinite, !gainsHandedOver else { return }
         switch change.parameter {
         case Self.gainParameter: gain = Float(min(max(change.value, 0), 4))
         case Self.panParameter: pan = Float(min(max(change.value, -1), 1))
@@ -198,5 +224,32 @@ public final class ChannelMapNode: LiveParameterNode {
 
     private func channelWord(_ channels: Int) -> String {
         channels == 2 ? "stereo" : "\(channels)-channel"
+    }
+}
+
+/// A channel map's `gain` and `pan` as a playhead applies them
+/// (`ChannelMapNode.handOverOutputGains`).
+final class ChannelMapGains: OutputGains {
+    private let channels: Int
+    private var gain: Float
+    private var pan: Float
+    let rampFrames: Int
+
+    init(channels: Int, gain: Float, pan: Float, rampFrames: Int) {
+        self.channels = channels
+        self.gain = gain
+        self.pan = pan
+        self.rampFrames = rampFrames
+    }
+
+    func gain(channel: Int) -> Float { ChannelMapNode.outputGain(channel, of: channels, gain: gain, pan: pan) }
+
+    func apply(_ change: ParameterChange) {
+        guard change.value.isFinite else { return }
+        switch change.parameter {
+        case ChannelMapNode.gainParameter: gain = Float(min(max(change.value, 0), 4))
+        case ChannelMapNode.panParameter: pan = Float(min(max(change.value, -1), 1))
+        default: break
+        }
     }
 }

@@ -104,3 +104,9 @@ public final class CrossfaderNode: LiveParameterNode {
         if count > 0 { report.counters["crossfades", default: 0] += count }
     }
 }
+
+/// A crossfade is a weighted sum of the stream with itself, channel by channel: gains on its
+/// input pass through it.
+extension CrossfaderNode: GainTransparentNode {
+    public var keepsChannelsApart: Bool { true }
+}

@@ -10,8 +10,10 @@ import SluiceGraph
 /// they end, because the audio really breaks there: what follows fades in.
 ///
 /// Live: `gain` may change while the graph plays; it moves there in a straight line over
-/// `ramp` seconds, from the frame the change is applied at.
-public final class FaderNode: LiveParameterNode {
+/// `ramp` seconds, from the frame the change is applied at. Before a sink's buffer, a live
+/// run hands the gain to the sink's playhead (`OutputGainNode`), which applies it to what it
+/// plays, so a change is heard within a period; the fades stay here.
+public final class FaderNode: OutputGainNode, GainTransparentNode {
     public static let type = NodeType(
         NodeDescriptor(
             typeName: "fader", kind: .processor,
@@ -58,6 +60,8 @@ public final class FaderNode: LiveParameterNode {
     private var fader: Fader? {
         didSet { faderRef = fader.map { .passUnretained($0) } }
     }
+    /// The gain went to a playhead (`handOverOutputGains`): the fader's own stays at 1.
+    private var gainHandedOver = false
     /// `framesConsumed` at the last break: frames held from before it are already faded out
     /// and on their way, so a drain has nothing new to shape.
     private var shapedThrough = 0
@@ -81,6 +85,18 @@ public final class FaderNode: LiveParameterNode {
         }
     }
 
+    /// The gain is one number for every channel.
+    public var outputGainsAreUniform: Bool { true }
+
+    /// Fades and a gain scale each channel by itself.
+    public var keepsChannelsApart: Bool { true }
+
+    public func handOverOutputGains() -> any OutputGains {
+        gainHandedOver = true
+        fader?.setGain(1, rampFrames: 0)
+        return FaderGains(gain: gain, rampFrames: rampFrames, rate: rate)
+    }
+
     /// The look-ahead: output lags input by the fade length.
     public var latencyFrames: Int { length }
 
@@ -97,7 +113,7 @@ public final class FaderNode: LiveParameterNode {
             throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
         }
         let fader = Fader(channels: channels, fadeLength: length)
-        fader.setGain(gain, rampFrames: 0)
+        fader.setGain(gainHandedOver ? 1 : gain, rampFrames: 0)
         rampFrames = Int((ramp * Double(rate)).rounded())
         self.rate = rate
         self.fader = fader
@@ -161,5 +177,29 @@ public final class FaderNode: LiveParameterNode {
 
     public func deactivate() {
         fader = nil
+    }
+}
+
+/// A fader's `gain` and `ramp` as a playhead applies them (`FaderNode.handOverOutputGains`).
+final class FaderGains: OutputGains {
+    private var value: Float
+    private(set) var rampFrames: Int
+    private let rate: Int
+
+    init(gain: Float, rampFrames: Int, rate: Int) {
+        value = gain
+        self.rampFrames = rampFrames
+        self.rate = rate
+    }
+
+    func gain(channel: Int) -> Float { value }
+
+    func apply(_ change: ParameterChange) {
+        guard change.value.isFinite else { return }
+        switch change.parameter {
+        case FaderNode.gainParameter: value = Float(min(max(change.value, 0), 4))
+        case FaderNode.rampParameter: rampFrames = Int((min(max(change.value, 0), 10) * Double(rate)).rounded())
+        default: break
+        }
     }
 }

@@ -132,3 +132,8 @@ public final class ResamplerNode: ProcessorNode {
         resampler = nil
     }
 }
+
+/// Resampling filters each channel by itself, linearly: gains on its input pass through it.
+extension ResamplerNode: GainTransparentNode {
+    public var keepsChannelsApart: Bool { true }
+}

@@ -1,5 +1,6 @@
 /// A gain that moves to a new value in a straight line over a set number of frames instead
-/// of jumping (a jump in gain is a click). Used by the fader and by each mixer input.
+/// of jumping (a jump in gain is a click). Used by the fader, each mixer input, the channel
+/// map and the gains a playhead applies for the nodes before its buffer.
 public struct GainRamp: Sendable {
     /// The gain applied to the next frame.
     public private(set) var current: Float
