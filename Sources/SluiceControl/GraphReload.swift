@@ -17,9 +17,11 @@ struct GraphReload {
 
     /// The live parameters that differ between `running` (with the values of its live
     /// parameters now in force, `current`) and `file`, in node and parameter order; or the
-    /// refusal naming what cannot change while the graph plays.
+    /// refusal naming what cannot change while the graph plays. `speakers`: the text-driven
+    /// nodes, whose other parameters `configure` changes (the refusal says so).
     static func changes(
-        from running: CompiledGraph, current: [String: [String: ParameterValue]], to file: CompiledGraph
+        from running: CompiledGraph, current: [String: [String: ParameterValue]], to file: CompiledGraph,
+        speakers: Set<String> = []
     ) -> Result<[Change], ControlError> {
         if let difference = shapeDifference(running, file) {
             return .failure(ControlError(
@@ -43,9 +45,12 @@ struct GraphReload {
                     }
                     changes.append(Change(node: old.name, parameter: name, value: .number(number)))
                 } else if let was = old.parameters[name], !sameValue(was, value) {
+                    let fix = speakers.contains(old.name)
+                        ? "`sluice ctl configure \(old.name) \(name)=\(value)` changes it for what is said next (dropping what is queued), or restart `sluice serve`"
+                        : "restart `sluice serve` for this change"
                     return .failure(ControlError(
                         code: "cannot-reload",
-                        message: "node '\(old.name)': parameter '\(name)' changed from \(was) to \(value) and is not live: only live parameters change on a reload while the graph plays; restart `sluice serve` for this change"))
+                        message: "node '\(old.name)': parameter '\(name)' changed from \(was) to \(value) and is not live: only live parameters change on a reload while the graph plays; \(fix)"))
                 }
             }
         }

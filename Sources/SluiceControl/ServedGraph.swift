@@ -339,7 +339,7 @@ public final class ServedGraph: Sendable {
         }
         let current = liveValues.withLock { $0 }
         let changes: [GraphReload.Change]
-        switch GraphReload.changes(from: running, current: current, to: file) {
+        switch GraphReload.changes(from: running, current: current, to: file, speakers: Set(speakerNames)) {
         case .success(let found): changes = found
         case .failure(let error):
             events.emit("reload-refused", ["code": error.code, "message": error.message])

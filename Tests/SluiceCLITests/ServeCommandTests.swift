@@ -447,6 +447,16 @@ import Testing
         #expect(events.map { $0["event"] as? String } == ["utterance-started", "utterance-ended"], "\(events)")
         #expect(events.allSatisfy { $0["text"] as? String == sentence && $0["utterance"] as? Int == 0 })
 
+        // A reload that changes the provider's rate is refused, pointing at configure.
+        let graphFile = folder.file("speak.yaml")
+        let original = try String(contentsOf: graphFile, encoding: .utf8)
+        _ = try folder.write(original.replacingOccurrences(of: "rate: 175", with: "rate: 350"), to: "speak.yaml")
+        let reload = try served.ctl(["reload"])
+        let reloadMessage = (reload.reply["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(reloadMessage.contains("parameter 'rate' changed from 175 to 350 and is not live")
+            && reloadMessage.contains("`sluice ctl configure voice rate=350`"), "\(reload.reply)")
+        _ = try folder.write(original, to: "speak.yaml")
+
         let wrong = try served.ctl(["configure", "voice", "rat=350"])
         #expect((wrong.reply["error"] as? [String: Any])?["code"] as? String == "unknown-parameter")
         let range = try served.ctl(["configure", "voice", "rate=5000"])
