@@ -321,14 +321,32 @@ public final class ServedGraph: Sendable {
     /// `reload`: the file read and checked again, and each live parameter whose value in it
     /// differs from the one in force set as a `set` would (ramped, answered with its frames).
     /// Anything that would change the graph's shape is refused and nothing is applied.
+    ///
+    /// Without `waitForPeriod` (the OSC port, one thread for every sender) the reply says only
+    /// that the reload began; it runs on a thread of its own and its outcome is an event
+    /// (`reloaded` or `reload-refused`): reading and checking a file takes milliseconds that
+    /// every other sender would wait.
     private func reload(waitForPeriod: Bool) -> Result<[String: any Sendable], ControlError> {
-        guard let readGraph else {
+        guard readGraph != nil else {
             return .failure(ControlError(code: "nothing-to-reload", message: "graph '\(graphName)' was not read from a file; there is nothing to read again"))
         }
         guard !reloading.exchange(true, ordering: .acquiringAndReleasing) else {
             return .failure(ControlError(code: "reload-busy", message: "a reload is under way; send it again when it has answered"))
         }
+        guard waitForPeriod else {
+            Thread.detachNewThread { [self] in
+                _ = reloadNow(waitForPeriod: false)
+                reloading.store(false, ordering: .releasing)
+            }
+            return .success(["started": true])
+        }
         defer { reloading.store(false, ordering: .releasing) }
+        return reloadNow(waitForPeriod: true)
+    }
+
+    /// `reload`'s work, once it holds `reloading`.
+    private func reloadNow(waitForPeriod: Bool) -> Result<[String: any Sendable], ControlError> {
+        guard let readGraph else { return .success(["changes": [[String: any Sendable]]()]) }
         // Read and checked with no lock held: the file's reading and the nodes' making take time.
         let file: CompiledGraph
         switch readGraph() {
@@ -363,10 +381,11 @@ public final class ServedGraph: Sendable {
                 // Those before it stand: each was a change the file asks for.
                 let message = "node '\(change.node)', parameter '\(change.parameter)': \(error.description)"
                     + (applied.isEmpty ? "" : " (\(applied.count) change\(applied.count == 1 ? "" : "s") before it applied)")
+                events.emit("reload-refused", ["code": error.code, "message": message])
                 return .failure(ControlError(code: error.code, message: message))
             }
         }
-        events.emit("reloaded", ["changes": applied.count])
+        events.emit("reloaded", ["changes": applied])
         return .success(["changes": applied])
     }
 

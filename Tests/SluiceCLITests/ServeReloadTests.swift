@@ -117,9 +117,9 @@ extension ServeCommandTests {
         return (problems, recorder.xruns)
     }
 
-    @Test("serve --watch reloads the file when it is saved (written, or renamed over it) and refuses a broken save")
+    @Test("serve --watch reloads the file when it is saved (written, or renamed over it) and refuses a broken save; over OSC a reload answers at once, its outcome an event, and a flood of them holds up no other sender")
     func watchReloadsOnSave() throws {
-        let (recorder, served, _) = try servedTone("watch", attempt: 1, extra: ["--watch"])
+        let (recorder, served, ready) = try servedTone("watch", attempt: 1, extra: ["--watch", "--osc-port", "0"])
         defer { recorder.stop() }
         let errors = ErrorLines(served)
         let folder = try #require(served.kept.first as? TemporaryFolder)
@@ -134,6 +134,38 @@ extension ServeCommandTests {
         let refused = errors.line(containing: "reload refused (")
         #expect(refused?.contains("levle") == true, "\(refused ?? "no refusal after the broken save")")
         #expect(try served.ctl(["status"]).reply["state"] as? String == "playing")
+
+        // OSC: a subscriber's reload is answered at once; its outcome comes as an event.
+        let oscPort = try #require(ready.split(separator: ":").last.flatMap { Int($0) }, "no OSC port in: \(ready)")
+        let udp = try UDPClient(port: oscPort)
+        func messages(for seconds: Double) -> [(address: String, arguments: [String])] {
+            var found: [(address: String, arguments: [String])] = []
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if let datagram = udp.receive(timeout: 0.2), let message = OSCMessage.decodeStrings(datagram) { found.append(message) }
+            }
+            return found
+        }
+        #expect(udp.send(OSCMessage.encode("/sluice/subscribe", [.string("events")])))
+        _ = messages(for: 0.3)
+        _ = try folder.write(toneGraphText(connect: port, fader: "level: { type: fader, length: 0, ramp: 0.01, gain: 0.25 }"), to: "saved.yaml")
+        // Renamed in place so the watcher and the OSC reload race for it: one of them applies it.
+        #expect(rename(folder.file("saved.yaml").path, folder.file("tone.yaml").path) == 0)
+        #expect(udp.send(OSCMessage.encode("/sluice/reload", [])))
+        let answered = messages(for: 1.5)
+        let reply = answered.first { $0.address == "/sluice/reply" || $0.address == "/sluice/error" }
+        #expect(reply.map { $0.address == "/sluice/reply" ? $0.arguments.last?.contains(#""started":true"#) == true : $0.arguments.contains("reload-busy") } == true,
+                "\(answered)")
+        let outcomes = answered.filter { $0.address == "/sluice/event" && ($0.arguments.first == "reloaded" || $0.arguments.first == "reload-refused") }
+        #expect(outcomes.contains { $0.arguments.first == "reloaded" && $0.arguments.last?.contains(#""value":0.25"#) == true }, "\(answered)")
+
+        // A flood of reloads: each answered (begun, or busy), and a status between them at once.
+        for _ in 0..<50 { _ = udp.send(OSCMessage.encode("/sluice/reload", [])) }
+        #expect(udp.send(OSCMessage.encode("/sluice/status", [])))
+        let flood = messages(for: 2)
+        let floodReplies = flood.filter { $0.address == "/sluice/reply" || $0.address == "/sluice/error" }
+        #expect(floodReplies.count == 51, "\(floodReplies.count) replies to 51 messages")
+        #expect(floodReplies.contains { $0.arguments.first == "status" }, "no status reply among \(floodReplies.count)")
         #expect(try served.ctl(["quit"]).status == 0)
         #expect(served.wait() == 0)
     }
