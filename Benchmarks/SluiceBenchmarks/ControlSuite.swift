@@ -105,40 +105,10 @@ enum ControlSuite {
             let osc = OSCSender(port: served.oscPort)
             defer { osc.close() }
             probe.startChecking()
-            var runLatencies: [Channel: [Double]] = [:]
-            for index in 0..<(2 * messages) {
-                let gain: Float = index % 2 == 0 ? 0.5 : 1.0
-                let channel: Channel = (index / 2) % 2 == 0 ? .osc : .json
-                probe.arm(target: gain)
-                let sent = jack_get_time()
-                switch channel {
-                case .osc:
-                    osc.send(OSCSender.message(address: "/sluice/node/gain/gain", float: gain))
-                    let reply = osc.receive(timeout: 2)
-                    guard reply.address == "/sluice/reply", reply.strings.first == "set" else {
-                        fail("OSC set of gain \(gain) answered \(reply.address) \(reply.strings)")
-                    }
-                case .json:
-                    connection.send(#"{"command":"set","node":"gain","parameter":"gain","value":\#(gain)}"#)
-                    let reply = connection.readReply(timeout: 2)
-                    guard reply["ok"] as? Bool == true else { fail("set of gain \(gain) refused: \(reply)") }
-                }
-                let replied = jack_get_time()
-                let deadline = monotonicSeconds() + 2
-                while probe.isArmed {
-                    if monotonicSeconds() > deadline { fail("gain \(gain) set over \(channel) was not heard within 2 s") }
-                    usleep(200)
-                }
-                let heard = probe.heardAt
-                let latency = Double(Int64(bitPattern: heard &- sent)) / 1_000
-                runLatencies[channel, default: []].append(latency)
-                replies[channel, default: []].append(Double(Int64(bitPattern: replied &- sent)) / 1_000)
-                offsets.append(Double(probe.heardOffset))
-                // The next send 50–100 ms after this one.
-                let spacing = UInt64(50_000 + 50_000 * generator.nextUnit())
-                let now = jack_get_time()
-                if sent + spacing > now { usleep(UInt32(sent + spacing - now)) }
-            }
+            let sends = sendGains(probe: probe, osc: osc, connection: connection, generator: &generator, heardWithin: 2)
+            let runLatencies = sends.latencies
+            for (channel, times) in sends.replies { replies[channel, default: []] += times }
+            offsets += sends.offsets
             oddSamples += probe.stopChecking()
             let status = connection.request(#"{"command":"status"}"#)
             xruns = max(xruns, (status["xruns"] as? NSNumber)?.doubleValue ?? 0)
@@ -225,34 +195,7 @@ enum ControlSuite {
             let osc = OSCSender(port: served.oscPort)
             defer { osc.close() }
             probe.startChecking()
-            var runLatencies: [Channel: [Double]] = [:]
-            for index in 0..<(2 * messages) {
-                let gain: Float = index % 2 == 0 ? 0.5 : 1.0
-                let channel: Channel = (index / 2) % 2 == 0 ? .osc : .json
-                probe.arm(target: gain)
-                let sent = jack_get_time()
-                switch channel {
-                case .osc:
-                    osc.send(OSCSender.message(address: "/sluice/node/gain/gain", float: gain))
-                    let reply = osc.receive(timeout: 2)
-                    guard reply.address == "/sluice/reply", reply.strings.first == "set" else {
-                        fail("OSC set of gain \(gain) answered \(reply.address) \(reply.strings)")
-                    }
-                case .json:
-                    connection.send(#"{"command":"set","node":"gain","parameter":"gain","value":\#(gain)}"#)
-                    let reply = connection.readReply(timeout: 2)
-                    guard reply["ok"] as? Bool == true else { fail("set of gain \(gain) refused: \(reply)") }
-                }
-                let deadline = monotonicSeconds() + 5
-                while probe.isArmed {
-                    if monotonicSeconds() > deadline { fail("gain \(gain) set over \(channel) was not heard within 5 s") }
-                    usleep(200)
-                }
-                runLatencies[channel, default: []].append(Double(Int64(bitPattern: probe.heardAt &- sent)) / 1_000)
-                let spacing = UInt64(50_000 + 50_000 * generator.nextUnit())
-                let now = jack_get_time()
-                if sent + spacing > now { usleep(UInt32(sent + spacing - now)) }
-            }
+            let runLatencies = sendGains(probe: probe, osc: osc, connection: connection, generator: &generator, heardWithin: 5).latencies
             oddSamples += probe.stopChecking()
             let status = connection.request(#"{"command":"status"}"#)
             xruns = max(xruns, (status["xruns"] as? NSNumber)?.doubleValue ?? 0)
@@ -281,6 +224,49 @@ enum ControlSuite {
                 flags: [("max_goal_met", values.max()! <= goalMilliseconds)]
             ).emit()
         }
+    }
+
+    /// The fader's `gain` set to 0.5 and 1.0 in turn, `messages` times over OSC and as many
+    /// over the socket (two of each in turn), 50–100 ms apart: each send's latency to heard
+    /// and to its reply (ms), and the frame of the period where it was heard.
+    static func sendGains(
+        probe: LevelProbe, osc: OSCSender, connection: ControlConnection, generator: inout SplitMix64, heardWithin seconds: Double
+    ) -> (latencies: [Channel: [Double]], replies: [Channel: [Double]], offsets: [Double]) {
+        var latencies: [Channel: [Double]] = [:]
+        var replies: [Channel: [Double]] = [:]
+        var offsets: [Double] = []
+        for index in 0..<(2 * messages) {
+            let gain: Float = index % 2 == 0 ? 0.5 : 1.0
+            let channel: Channel = (index / 2) % 2 == 0 ? .osc : .json
+            probe.arm(target: gain)
+            let sent = jack_get_time()
+            switch channel {
+            case .osc:
+                osc.send(OSCSender.message(address: "/sluice/node/gain/gain", float: gain))
+                let reply = osc.receive(timeout: 2)
+                guard reply.address == "/sluice/reply", reply.strings.first == "set" else {
+                    fail("OSC set of gain \(gain) answered \(reply.address) \(reply.strings)")
+                }
+            case .json:
+                connection.send(#"{"command":"set","node":"gain","parameter":"gain","value":\#(gain)}"#)
+                let reply = connection.readReply(timeout: 2)
+                guard reply["ok"] as? Bool == true else { fail("set of gain \(gain) refused: \(reply)") }
+            }
+            let replied = jack_get_time()
+            let deadline = monotonicSeconds() + seconds
+            while probe.isArmed {
+                if monotonicSeconds() > deadline { fail("gain \(gain) set over \(channel) was not heard within \(seconds) s") }
+                usleep(200)
+            }
+            latencies[channel, default: []].append(Double(Int64(bitPattern: probe.heardAt &- sent)) / 1_000)
+            replies[channel, default: []].append(Double(Int64(bitPattern: replied &- sent)) / 1_000)
+            offsets.append(Double(probe.heardOffset))
+            // The next send 50–100 ms after this one.
+            let spacing = UInt64(50_000 + 50_000 * generator.nextUnit())
+            let now = jack_get_time()
+            if sent + spacing > now { usleep(UInt32(sent + spacing - now)) }
+        }
+        return (latencies, replies, offsets)
     }
 
     enum Channel: CaseIterable {
