@@ -97,7 +97,7 @@ extension OutputGainHandoverTests {
             inputFormats: [.frames(rate: Self.rate, channels: 1)], outputFormats: [.frames(rate: Self.rate, channels: 1)],
             maximumUnits: 4_096, blockFrames: 256))
         let queue = ParameterQueue(wake: nil)
-        playhead.outputGains = PlayheadGains(channels: 1, nodes: [("vol", queue, fader.handOverOutputGains())])
+        playhead.outputGains = PlayheadGains(channels: 1, nodes: [("vol", queue, fader.handOverOutputGains(sampleRate: Self.rate))])
         let output = UnsafeMutablePointer<Float>.allocate(capacity: 256)
         defer { output.deallocate() }
         var written = 0
@@ -117,6 +117,20 @@ extension OutputGainHandoverTests {
         return (allocations, output[255])
     }
 
+    @Test("handed-over ramps are counted in the sink's frames, not the node's (a resampler may lie between)")
+    func rampsInTheSinksFrames() throws {
+        let fader = FaderNode(length: 0, gain: 1, ramp: 0.01)
+        try fader.prepare(PrepareContext(
+            inputFormats: [.frames(rate: 22_050, channels: 1)], outputFormats: [.frames(rate: 22_050, channels: 1)],
+            maximumUnits: 4_096, blockFrames: 256))
+        #expect(fader.handOverOutputGains(sampleRate: 48_000).rampFrames == 480)
+        let map = ChannelMapNode(channels: 2, pan: 0)
+        try map.prepare(PrepareContext(
+            inputFormats: [.frames(rate: 22_050, channels: 1)], outputFormats: [.frames(rate: 22_050, channels: 2)],
+            maximumUnits: 4_096, blockFrames: 256))
+        #expect(map.handOverOutputGains(sampleRate: 48_000).rampFrames == Int(ChannelMapNode.rampSeconds * 48_000))
+    }
+
     @Test("the playhead's gains: the last change holds; a period allocates nothing, changes and timed changes included")
     func playheadGainsAllocateNothing() throws {
         // The last change sent (round 190) is to 1, after the 0.25 of round 180.
@@ -134,6 +148,6 @@ enum ChannelMapNodeGainsProbe {
         try! node.prepare(PrepareContext(
             inputFormats: [.frames(rate: 48_000, channels: 1)], outputFormats: [.frames(rate: 48_000, channels: 2)],
             maximumUnits: 4_096, blockFrames: 256))
-        return node.handOverOutputGains()
+        return node.handOverOutputGains(sampleRate: 48_000)
     }
 }

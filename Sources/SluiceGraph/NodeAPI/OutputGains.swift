@@ -13,8 +13,10 @@ public protocol OutputGainNode: LiveParameterNode {
 
     /// [control-thread] Called after `prepare`, before the graph runs: from now on the node
     /// leaves its output at gain 1, and every change of its live parameters goes to the
-    /// returned gains instead, on the thread of the playhead that applies them.
-    func handOverOutputGains() -> any OutputGains
+    /// returned gains instead, on the thread of the playhead that applies them. `sampleRate`
+    /// is the rate of the frames they will scale (the sink's: a resampler may lie between),
+    /// for ramps given in seconds.
+    func handOverOutputGains(sampleRate: Int) -> any OutputGains
 }
 
 /// A node's output gains as a sink's playhead applies them.

@@ -180,7 +180,7 @@ final class GraphRuntime: @unchecked Sendable {
             case let processor as any ProcessorNode:
                 let sink = handovers[index]
                 if let sink, let gains = processor as? any OutputGainNode {
-                    handedOver[sink].append((node.name, ParameterQueue(wake: nil), gains.handOverOutputGains()))
+                    handedOver[sink].append((node.name, ParameterQueue(wake: nil), gains.handOverOutputGains(sampleRate: sinks[sink].playhead.sampleRate)))
                 }
                 let slot = ProcessorSlot(
                     name: node.name, node: processor, ports: ports,

@@ -121,13 +121,14 @@ public final class ChannelMapNode: OutputGainNode, GainTransparentNode {
     /// Mono copied to stereo, or stereo averaged: channels mix.
     public var keepsChannelsApart: Bool { false }
 
-    public func handOverOutputGains() -> any OutputGains {
+    public func handOverOutputGains(sampleRate: Int) -> any OutputGains {
         gainsHandedOver = true
         if let ramps {
             for channel in 0..<outputChannels { ramps[channel] = GainRamp(1) }
         }
         unity = true
-        return ChannelMapGains(channels: outputChannels, gain: gain, pan: pan, rampFrames: rampFrames)
+        return ChannelMapGains(
+            channels: outputChannels, gain: gain, pan: pan, rampFrames: Int((Self.rampSeconds * Double(sampleRate)).rounded()))
     }
 
     public func apply(_ change: ParameterChange) {

@@ -91,10 +91,10 @@ public final class FaderNode: OutputGainNode, GainTransparentNode {
     /// Fades and a gain scale each channel by itself.
     public var keepsChannelsApart: Bool { true }
 
-    public func handOverOutputGains() -> any OutputGains {
+    public func handOverOutputGains(sampleRate: Int) -> any OutputGains {
         gainHandedOver = true
         fader?.setGain(1, rampFrames: 0)
-        return FaderGains(gain: gain, rampFrames: rampFrames, rate: rate)
+        return FaderGains(gain: gain, rampFrames: Int((ramp * Double(sampleRate)).rounded()), rate: sampleRate)
     }
 
     /// The look-ahead: output lags input by the fade length.
