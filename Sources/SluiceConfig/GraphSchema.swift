@@ -41,7 +41,13 @@ public enum GraphSchema {
         let plugins = hosted.sorted { $0.key < $1.key }
         let reference = "\(namePattern)(\\.\(namePattern))?"
         let space = "[ \\t]*"
-        var definitions: [JSONValue.Member] = [JSONValue.Member("node", node(sorted, hosted: plugins))]
+        var definitions: [JSONValue.Member] = [
+            JSONValue.Member("node", node(sorted, hosted: plugins)),
+            JSONValue.Member("chain", [
+                "type": "string",
+                "pattern": .string("^\(space)\(reference)(\(space)->\(space)\(reference))+\(space)$"),
+            ]),
+        ]
         for descriptor in sorted {
             let installed = plugins.filter { $0.descriptor.typeName == descriptor.typeName }
             definitions.append(JSONValue.Member(definitionName(descriptor.typeName), parameters(of: descriptor, installed: installed)))
@@ -67,11 +73,38 @@ public enum GraphSchema {
                     "additionalProperties": ["$ref": "#/$defs/node"],
                 ],
                 "links": [
-                    "description": "Chains: `a -> b -> c` links a's first output to b's first input, and so on; name a port as `mix.in2`.",
+                    "description": "Chains: `a -> b -> c` links a's first output to b's first input, and so on; name a port as `mix.in2`. A chain with settings is a mapping: `{ chain: a -> b, capacity: 0.02, when-full: drop-oldest }`.",
                     "type": ["array", "null"],
+                    // if/then/else rather than oneOf: a bad chain is reported as the pattern it
+                    // misses, not as matching neither form.
                     "items": [
-                        "type": "string",
-                        "pattern": .string("^\(space)\(reference)(\(space)->\(space)\(reference))+\(space)$"),
+                        "if": ["type": "string"],
+                        "then": ["$ref": "#/$defs/chain"],
+                        "else": [
+                            "type": "object",
+                            "properties": [
+                                "chain": ["$ref": "#/$defs/chain"],
+                                "capacity": [
+                                    "description": "Seconds of audio the link holds.",
+                                    "type": "number",
+                                    "minimum": .number(GraphLimits.linkSeconds.lowerBound),
+                                    "maximum": .number(GraphLimits.linkSeconds.upperBound),
+                                ],
+                                "capacity-frames": [
+                                    "description": "Frames the link holds (instead of capacity).",
+                                    "type": "integer",
+                                    "minimum": .number(Double(GraphLimits.linkFrames.lowerBound)),
+                                    "maximum": .number(Double(GraphLimits.linkFrames.upperBound)),
+                                ],
+                                "when-full": [
+                                    "description": "What the link does when full: block (the writer waits), drop-oldest (keep the newest audio), drop-newest (keep what it holds).",
+                                    "enum": .array(LinkPolicy.allCases.map { .string($0.rawValue) }),
+                                ],
+                            ],
+                            "required": ["chain"],
+                            "not": ["required": ["capacity", "capacity-frames"]],
+                            "additionalProperties": false,
+                        ],
                     ],
                 ],
                 "playback": playback,

@@ -215,6 +215,16 @@ struct YAMLGraphReader {
         }
         var links: [LinkDeclaration] = []
         for item in sequence {
+            if case .mapping(let mapping) = item {
+                // Settings name at least one key of a link's; `- a: b` is a chain mistyped.
+                guard mapping.contains(where: { Self.linkKeys.contains(($0.key.scalar?.string) ?? "") }) else {
+                    error("a link must be a chain written as text, like `a -> b -> c`, or settings with their chain, not a mapping of other keys",
+                          at: location(item), fix: LinkChain.form + "; " + Self.linkOptionsForm)
+                    continue
+                }
+                links += readLinkWithOptions(mapping, at: item)
+                continue
+            }
             guard case .scalar(let scalar) = item else {
                 error("a link must be a chain written as text, like `a -> b -> c`, not \(Self.describe(item))",
                       at: location(item), fix: LinkChain.form)
@@ -223,6 +233,101 @@ struct YAMLGraphReader {
             links += readChain(scalar)
         }
         return links
+    }
+
+    static let linkKeys = ["chain", "capacity", "capacity-frames", "when-full"]
+    static let linkOptionsForm = "write e.g. `- { chain: split.out2 -> meter, capacity: 0.02, when-full: drop-oldest }`"
+
+    /// A chain with options: `{ chain: a -> b, capacity: 0.02, when-full: drop-oldest }`; the
+    /// options hold for every hop of the chain.
+    mutating func readLinkWithOptions(_ mapping: Yams.Node.Mapping, at item: Yams.Node) -> [LinkDeclaration] {
+        var chain: [LinkDeclaration]?
+        var capacity: LinkCapacity?
+        var capacityKey: Yams.Node?
+        var whenFull = LinkPolicy.block
+        var optionsLocation: SourceLocation?
+        var seen: [String: Yams.Node] = [:]
+        for (keyNode, value) in mapping {
+            guard let key = keyName(keyNode) else { continue }
+            if let first = seen[key] {
+                error("duplicate link setting '\(key)' (first at \(Self.line(first)))", at: location(keyNode), fix: "keep one of them")
+                continue
+            }
+            seen[key] = keyNode
+            switch key {
+            case "chain":
+                guard case .scalar(let scalar) = value, !Self.isNull(value) else {
+                    error("a link's chain must be text, like `a -> b -> c`, not \(Self.describe(value))", at: location(value), fix: LinkChain.form)
+                    continue
+                }
+                chain = readChain(scalar)
+            case "capacity", "capacity-frames":
+                if let other = capacityKey {
+                    error("a link takes capacity or capacity-frames, not both (the other at \(Self.line(other)))", at: location(keyNode),
+                          fix: "keep one: `capacity: 0.02` (seconds) or `capacity-frames: 960`")
+                    continue
+                }
+                capacityKey = keyNode
+                optionsLocation = optionsLocation ?? location(keyNode)
+                capacity = key == "capacity" ? readLinkSeconds(value) : readLinkFrames(value)
+            case "when-full":
+                optionsLocation = location(keyNode)
+                let names = LinkPolicy.allCases.map(\.rawValue)
+                guard case .scalar(let scalar) = value, let policy = LinkPolicy(rawValue: scalar.string) else {
+                    let text = if case .scalar(let scalar) = value { scalar.string } else { "" }
+                    error("a link's when-full must be one of \(names.joined(separator: ", ")), not \(Self.describe(value))", at: location(value),
+                          fix: Names.suggestion(for: text, among: names, otherwise: "use one of \(names.joined(separator: ", "))"))
+                    continue
+                }
+                whenFull = policy
+            default:
+                error("unknown link setting '\(key)'", at: location(keyNode),
+                      fix: Names.suggestion(for: key, among: Self.linkKeys, otherwise: "a link's settings are chain, capacity, capacity-frames and when-full"),
+                      skippedKey: true)
+            }
+        }
+        guard let chain else {
+            if seen["chain"] == nil {
+                error("a link with settings needs its chain", at: location(item), fix: Self.linkOptionsForm)
+            }
+            return []
+        }
+        return chain.map { link in
+            var link = link
+            link.capacity = capacity
+            link.whenFull = whenFull
+            link.optionsLocation = optionsLocation
+            return link
+        }
+    }
+
+    mutating func readLinkSeconds(_ value: Yams.Node) -> LinkCapacity? {
+        let range = GraphLimits.linkSeconds
+        let fix = "capacity: 0.02 (the seconds the link holds, \(Self.format(range.lowerBound))…\(Self.format(range.upperBound)))"
+        guard case .scalar(let scalar) = value, let seconds = Double(scalar.string), seconds.isFinite else {
+            error("a link's capacity must be a number of seconds, not \(Self.describe(value))", at: location(value), fix: fix)
+            return nil
+        }
+        guard range.contains(seconds) else {
+            error("a link's capacity must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)) seconds, not \(scalar.string)",
+                  at: location(value), fix: fix)
+            return nil
+        }
+        return .seconds(seconds)
+    }
+
+    mutating func readLinkFrames(_ value: Yams.Node) -> LinkCapacity? {
+        let range = GraphLimits.linkFrames
+        let fix = "capacity-frames: 960 (the frames the link holds, \(range.lowerBound)…\(range.upperBound))"
+        guard case .scalar(let scalar) = value, let frames = Int(scalar.string) else {
+            error("a link's capacity-frames must be a whole number of frames, not \(Self.describe(value))", at: location(value), fix: fix)
+            return nil
+        }
+        guard range.contains(frames) else {
+            error("a link's capacity-frames must be between \(range.lowerBound) and \(range.upperBound), not \(frames)", at: location(value), fix: fix)
+            return nil
+        }
+        return .frames(frames)
     }
 
     /// One hop per `->`; each reference placed at its own column when the chain is written

@@ -76,6 +76,13 @@ struct GraphReload {
             graph.edges.map { edge in
                 "\(graph.nodes[edge.fromNode].name).\(graph.nodes[edge.fromNode].outputPorts[edge.fromPort].name) -> "
                     + "\(graph.nodes[edge.toNode].name).\(graph.nodes[edge.toNode].inputPorts[edge.toPort].name)"
+                    + (edge.whenFull == .block ? "" : " (when-full: \(edge.whenFull.rawValue))")
+                    + (edge.capacity.map { capacity in
+                        switch capacity {
+                        case .seconds(let seconds): " (capacity: \(seconds))"
+                        case .frames(let frames): " (capacity-frames: \(frames))"
+                        }
+                    } ?? "")
             }
         }
         let oldLinks = links(running)

@@ -132,6 +132,8 @@ public final class ServedGraph: Sendable {
         var xrunCount = 0
         var lastLevel = 0.0
         var lastReports = 0.0
+        /// Frames each dropping link had let go at the last look.
+        var linkDrops: [String: Int] = [:]
 
         init(
             run: LiveRun, events: EventStream, xruns: @escaping @Sendable () -> Int,
@@ -166,6 +168,12 @@ public final class ServedGraph: Sendable {
                     for report in reporter.node.takeReports() where levels {
                         events.emit("control-output", ["node": reporter.name, "output": report.name, "value": report.value, "frame": report.frame])
                     }
+                }
+                // Links that dropped audio since the last look (`when-full`), at most ten
+                // times a second each.
+                for (link, frames) in run.linkDrops where frames > linkDrops[link, default: 0] {
+                    events.emit("dropped", ["link": link, "frames": frames - linkDrops[link, default: 0], "total": frames])
+                    linkDrops[link] = frames
                 }
             }
             let acknowledged = unacknowledged.withLock { pending -> [ParameterControl.Applied] in

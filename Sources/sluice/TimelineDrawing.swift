@@ -193,6 +193,7 @@ struct TimelineDrawing {
             switch mark.kind {
             case .firstAudio: (colour, label) = ("#31a354", String(format: "first audio %.0f ms", mark.time * 1000))
             case .xrun: (colour, label) = ("#e6550d", "xrun")
+            case .dropped: (colour, label) = ("#756bb1", "dropped")
             case .finished: (colour, label) = ("#636363", "end")
             case .cancelled: (colour, label) = ("#636363", "cancelled")
             case .underrunStart, .underrunEnd: continue

@@ -303,3 +303,32 @@ struct CheckCommandTests {
         #expect(large.standardError == "error: cannot read graph file '\(huge.path)': it is 8388609 bytes; a graph file may be at most 8 MiB\n")
     }
 }
+
+extension CheckCommandTests {
+    @Test("a link's capacity and when-full: checked where they cannot apply, naming the link, the place and the fix")
+    func linkSettingsWhereTheyCannotApply() throws {
+        let head = "name: links\nnodes:\n  voice: { type: bytes.source, path: \"-\" }\n  align: { type: aligner }\n  split: { type: tee }\n  a: { type: null.sink }\n  b: { type: null.sink }\nlinks:\n"
+        let intoSink = try check(head + "  - voice -> align -> split -> a\n  - { chain: split.out2 -> b, when-full: drop-oldest }\n", as: "sink.yaml")
+        #expect(intoSink.status == 1)
+        #expect(intoSink.standardError.contains(
+            "sink.yaml:10:31: error: the link split.out2 -> b feeds a sink, whose buffer is set by the graph's playback: section, not by the link"),
+            "\(intoSink.standardError)")
+        #expect(intoSink.standardError.contains("set `playback: { max-buffered: … }`"), "\(intoSink.standardError)")
+        // A sink with a meter: the link still feeds the sink (the meter is inserted before it).
+        let metered = try check(
+            head.replacingOccurrences(of: "b: { type: null.sink }", with: "b: { type: null.sink, meter: 0.1 }")
+                + "  - voice -> align -> split -> a\n  - { chain: split.out2 -> b, when-full: drop-oldest }\n",
+            as: "metered.yaml")
+        #expect(metered.status == 1 && metered.standardError.contains("metered.yaml:10:31: error: the link b-meter -> b feeds a sink"),
+                "\(metered.standardError)")
+        let bytes = try check(head + "  - { chain: voice -> align, when-full: drop-newest }\n  - align -> split -> a\n  - split.out2 -> b\n", as: "bytes.yaml")
+        #expect(bytes.status == 1)
+        #expect(bytes.standardError.contains("bytes.yaml:9:30: error: the link voice -> align carries bytes, which cannot be dropped without splitting a sample"),
+                "\(bytes.standardError)")
+        let fine = try check(
+            head.replacingOccurrences(of: "links:\n", with: "  fade: { type: fader, length: 0 }\nlinks:\n")
+                + "  - voice -> align -> split -> a\n  - { chain: split.out2 -> fade, capacity: 0.02, when-full: drop-oldest }\n  - fade -> b\n",
+            as: "fine.yaml")
+        #expect(fine.status == 0, "\(fine.standardError)")
+    }
+}

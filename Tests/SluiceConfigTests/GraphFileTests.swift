@@ -248,7 +248,7 @@ import Testing
 
     @Test func linkThatIsNotText() {
         expectOne(errors("nodes: { a: { type: x } }\nlinks:\n  - a: b\n"),
-                  "a link must be a chain written as text, like `a -> b -> c`, not a mapping",
+                  "a link must be a chain written as text, like `a -> b -> c`, or settings with their chain, not a mapping of other keys",
                   line: 3, column: 5, file: Self.file)
     }
 

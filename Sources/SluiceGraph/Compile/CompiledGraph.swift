@@ -52,4 +52,8 @@ public struct CompiledEdge: Sendable, Hashable {
     public let toNode: Int
     public let toPort: Int
     public let format: StreamFormat
+    /// How much the link holds, as its declaration says (nil: the runtime's default).
+    public var capacity: LinkCapacity? = nil
+    /// What it does when full.
+    public var whenFull: LinkPolicy = .block
 }

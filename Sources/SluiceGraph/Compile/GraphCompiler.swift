@@ -485,6 +485,8 @@ public struct GraphCompiler {
             }
         }
         guard state.diagnostics.isEmpty else { return nil }
+        checkLinkOptions(&state, outputFormats: outputFormats)
+        guard state.diagnostics.isEmpty else { return nil }
 
         var positions: [Int: Int] = [:]
         for (position, index) in order.enumerated() { positions[index] = position }
@@ -499,11 +501,38 @@ public struct GraphCompiler {
             CompiledEdge(
                 fromNode: positions[link.from.node]!, fromPort: link.from.port,
                 toNode: positions[link.to.node]!, toPort: link.to.port,
-                format: outputFormats[link.from.node]![link.from.port])
+                format: outputFormats[link.from.node]![link.from.port],
+                capacity: link.declaration.capacity, whenFull: link.declaration.whenFull)
         }
         return CompiledGraph(
             description: state.description, nodes: nodes, edges: edges,
             playback: state.description.playback, isLive: options.isLive, devices: devices)
+    }
+
+    /// A link's `capacity` and `when-full`: not on a link into a sink (the sink's buffer is
+    /// `playback.max-buffered`); drops only where the link carries frames (bytes dropped
+    /// would split a sample); `capacity-frames` only on frames.
+    private func checkLinkOptions(_ state: inout CompileState, outputFormats: [[StreamFormat]?]) {
+        for link in state.links where link.declaration.capacity != nil || link.declaration.whenFull != .block {
+            let declaration = link.declaration
+            let place = declaration.optionsLocation ?? declaration.from.location
+            let hop = "\(declaration.from) -> \(declaration.to)"
+            if state.nodes[link.to.node].instance is any SinkNode {
+                state.error("the link \(hop) feeds a sink, whose buffer is set by the graph's playback: section, not by the link",
+                            at: place, fix: "set `playback: { max-buffered: … }` for the sink's buffer, and put capacity and when-full on a link before it")
+                continue
+            }
+            guard let format = outputFormats[link.from.node]?[link.from.port], case .frames = format else {
+                if declaration.whenFull != .block {
+                    state.error("the link \(hop) carries bytes, which cannot be dropped without splitting a sample",
+                                at: place, fix: "put when-full on a link after the aligner, where the audio is frames")
+                } else if case .frames? = declaration.capacity {
+                    state.error("the link \(hop) carries bytes, not frames", at: place,
+                                fix: "give its capacity in seconds: `capacity: 0.1`")
+                }
+                continue
+            }
+        }
     }
 
     private func reportMismatch(_ mismatch: FormatMismatch, at index: Int, inputs: [StreamFormat], _ state: inout CompileState) {

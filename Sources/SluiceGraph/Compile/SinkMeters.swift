@@ -44,17 +44,20 @@ extension GraphDescription {
                 parameters: [ParameterDeclaration(name: "interval", value: meter.value, location: meter.location, valueLocation: meter.valueLocation)],
                 location: meter.location, typeLocation: meter.location))
             var links: [LinkDeclaration] = []
-            var sinkPort: PortReference?
+            var sinkLink: LinkDeclaration?
             for link in result.links {
                 guard link.to.node == declaration.name else {
                     links.append(link)
                     continue
                 }
                 links.append(LinkDeclaration(from: link.from, to: PortReference(node: name, location: link.to.location)))
-                if sinkPort == nil { sinkPort = link.to }
+                if sinkLink == nil { sinkLink = link }
             }
-            if let sinkPort {
-                links.append(LinkDeclaration(from: PortReference(node: name, location: meter.location), to: sinkPort))
+            if let sinkLink {
+                // The link's own settings stay on the link into the sink, where check refuses them.
+                links.append(LinkDeclaration(
+                    from: PortReference(node: name, location: meter.location), to: sinkLink.to, capacity: sinkLink.capacity,
+                    whenFull: sinkLink.whenFull, optionsLocation: sinkLink.optionsLocation))
             }
             result.links = links
         }

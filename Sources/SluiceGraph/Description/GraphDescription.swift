@@ -103,10 +103,47 @@ public struct PortReference: Sendable, Hashable, CustomStringConvertible {
 public struct LinkDeclaration: Sendable, Hashable {
     public var from: PortReference
     public var to: PortReference
+    /// How much the link holds; nil: as much as the runtime gives an inner link.
+    public var capacity: LinkCapacity?
+    /// What the link does when it is full.
+    public var whenFull: LinkPolicy
+    /// Where the link's `capacity` or `when-full` is written, for messages.
+    public var optionsLocation: SourceLocation?
 
-    public init(from: PortReference, to: PortReference) {
+    public init(
+        from: PortReference, to: PortReference, capacity: LinkCapacity? = nil, whenFull: LinkPolicy = .block,
+        optionsLocation: SourceLocation? = nil
+    ) {
         self.from = from
         self.to = to
+        self.capacity = capacity
+        self.whenFull = whenFull
+        self.optionsLocation = optionsLocation
+    }
+}
+
+/// What a link does when what it feeds falls behind and it is full (`when-full:`).
+public enum LinkPolicy: String, Sendable, Hashable, CaseIterable {
+    /// The writer waits for room: nothing is lost, and a slow reader holds up the writer (and,
+    /// through a `tee`, every branch).
+    case block
+    /// The link keeps the newest audio: the reader skips what is older than the capacity.
+    case dropOldest = "drop-oldest"
+    /// The link keeps what it holds: what the writer makes while it is full is dropped.
+    case dropNewest = "drop-newest"
+}
+
+/// How much a link holds (`capacity:` in seconds, or `capacity-frames:`).
+public enum LinkCapacity: Sendable, Hashable {
+    case seconds(Double)
+    case frames(Int)
+
+    /// In frames at `rate`.
+    public func frames(at rate: Int) -> Int {
+        switch self {
+        case .seconds(let seconds): max(1, Int((seconds * Double(rate)).rounded(.up)))
+        case .frames(let frames): frames
+        }
     }
 }
 

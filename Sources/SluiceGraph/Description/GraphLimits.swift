@@ -14,6 +14,9 @@ public enum GraphLimits {
     /// `playback.watermark` and `playback.max-buffered`, in seconds: a sink's buffer is sized
     /// from max-buffered, so this bounds its memory too.
     public static let playbackSeconds = 600.0
+    /// A link's `capacity`, in seconds, and `capacity-frames`: an edge is sized from it.
+    public static let linkSeconds = 0.001...60.0
+    public static let linkFrames = 1...2_880_000
     /// `playback.block` (and `sluice render --block`), in frames.
     public static let blockFrames = 16...8192
 }

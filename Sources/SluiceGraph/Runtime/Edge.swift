@@ -9,10 +9,26 @@ import Synchronization
 public class EdgeWriter {
     public let format: StreamFormat
     private var markerRing: RingProducer<Marker>
-    /// Units committed so far; read from other threads for the buffered-audio figures.
+    /// Units the writer has made so far, in the writer's own count: those on the edge and
+    /// those a full `drop-newest` or `drop-oldest` edge dropped (`droppedUnits`). Read from
+    /// other threads for the buffered-audio figures (of sink edges, which never drop).
     public let writtenUnits = Atomic<Int>(0)
     /// Who sleeps waiting for this edge's data (the worker, or a playhead's device).
     let readerWake: WakeSignal?
+    /// Units the writer dropped because the edge was full (its policy drops); the writer's
+    /// thread only. Markers move back by this much: the reader never saw those units.
+    private(set) var droppedUnits = 0
+    /// Whether the region last handed out (`writableRegion`) is scratch whose units are
+    /// dropped on `commit`, not the edge's room.
+    var writesToScratch = false
+    /// Units dropped on this edge by either end, for the run's counters.
+    let drops = Atomic<Int>(0)
+    /// On a `drop-oldest` edge: units the writer wrote beyond what the edge keeps, which the
+    /// reader skips (the oldest) at its next step. The writer adds, the reader subtracts.
+    let skipRequests = Atomic<Int>(0)
+    /// Whether the region last handed out lies beyond what a `drop-oldest` edge keeps: its
+    /// units, once committed, are asked of the reader to skip as many of the oldest.
+    var writesBeyondKeep = false
 
     init(format: StreamFormat, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
         self.format = format
@@ -30,14 +46,27 @@ public class EdgeWriter {
     /// Markers that fit now.
     public func markerRoom() -> Int { markerRing.availableSlots() }
     public func push(_ marker: Marker) {
+        // In the reader's count: less what was dropped; a marker of audio being dropped goes
+        // where the drop is, so it still reaches the reader (an end of stream above all).
+        var marker = marker
+        if droppedUnits > 0 || writesToScratch {
+            let onEdge = writtenUnits.load(ordering: .relaxed) - droppedUnits
+            marker = marker.moved(to: writesToScratch ? onEdge : marker.position - droppedUnits)
+        }
         let pushed = markerRing.push(marker)
         precondition(pushed, "marker ring full: check markerRoom first")
     }
 
-    /// Makes `units` written units visible to the reader.
+    /// Makes `units` written units visible to the reader; written to scratch, drops them.
     public func commit(_ units: Int) {
         guard units > 0 else { return }
-        commitAudio(units)
+        if writesToScratch {
+            droppedUnits += units
+            drops.add(units, ordering: .relaxed)
+        } else {
+            commitAudio(units)
+            if writesBeyondKeep { skipRequests.add(units, ordering: .releasing) }
+        }
         writtenUnits.add(units, ordering: .releasing)
     }
 
@@ -69,9 +98,46 @@ final class FrameEdgeWriter: EdgeWriter {
     /// now and then would find the playhead has already taken some of it.
     func takeFillPeak() -> Int { fillPeak.exchange(0, ordering: .relaxed) }
 
+    /// What the edge does when full (`when-full`), and the units it keeps. Once it holds
+    /// `keepUnits`, `drop-newest` drops what the writer makes; `drop-oldest` writes on into
+    /// the ring's room beyond them and asks the reader to skip as many of the oldest; either
+    /// drops what the writer makes when the ring itself is full (the reader has stopped).
+    private(set) var policy = LinkPolicy.block
+    private var keepUnits = Int.max
+    // SAFETY: `scratchUnits` frames, allocated by `setPolicy`, freed in `deinit`; written by
+    // the writer's thread only, and never read: what lands there is dropped.
+    private var scratch: UnsafeMutablePointer<Float>?
+    private var scratchUnits = 0
+
+    /// [control-thread] Before the graph runs: a policy that drops, keeping `keepUnits`, with
+    /// `scratchUnits` frames of scratch for what the writer makes while the edge is full.
+    func setPolicy(_ policy: LinkPolicy, keepUnits: Int, scratchUnits: Int) {
+        self.policy = policy
+        guard policy != .block else { return }
+        self.keepUnits = keepUnits
+        self.scratchUnits = scratchUnits
+        scratch = .allocate(capacity: scratchUnits * channels)
+        scratch!.initialize(repeating: 0, count: scratchUnits * channels)
+    }
+
+    deinit { scratch?.deallocate() }
+
+    /// The edge's room; on an edge that drops and is full (as its policy counts), scratch
+    /// whose units `commit` drops, so the writer never waits.
     override public func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) {
         let first = audio.writableRegions().first
-        return (UnsafeMutableRawPointer(first.baseAddress), first.count / channels)
+        var units = first.count / channels
+        if let scratch {
+            let held = (audio.capacity - audio.availableSlots()) / channels
+            let belowKeep = min(units, max(0, keepUnits - held))
+            // Up to what the edge keeps, as any edge; beyond it, `drop-oldest` takes the ring's
+            // room (the reader skips as much), `drop-newest` none.
+            writesBeyondKeep = belowKeep == 0 && policy == .dropOldest && units > 0
+            if !writesBeyondKeep { units = belowKeep }
+            writesToScratch = units == 0
+            if writesToScratch { return (UnsafeMutableRawPointer(scratch), scratchUnits) }
+        }
+        return (UnsafeMutableRawPointer(first.baseAddress), units)
     }
 
     override func commitAudio(_ units: Int) {
@@ -88,6 +154,10 @@ final class FrameEdgeWriter: EdgeWriter {
     /// [audio-thread] Room for exactly `samples` samples as up to two stretches (the ring
     /// wraps), or nil when there is less. Write both, then `commit` the frames.
     func writableSamples(_ samples: Int) -> (first: UnsafeMutableBufferPointer<Float>, second: UnsafeMutableBufferPointer<Float>)? {
+        if scratch != nil, policy == .dropNewest, (audio.capacity - audio.availableSlots() + samples) / channels > keepUnits {
+            drops.add(samples / channels, ordering: .relaxed)
+            return nil
+        }
         let regions = audio.writableRegions(maximum: samples)
         guard regions.count == samples else { return nil }
         return (regions.first, regions.second)
@@ -120,6 +190,9 @@ public class EdgeReader {
     private var markerRing: RingConsumer<Marker>
     /// Units released so far: the reader's position on the edge.
     public private(set) var position = 0
+    /// On a `drop-oldest` edge, its writer: it asks this end to skip the oldest units
+    /// (`skipRequests`) and counts what is skipped with its own drops. Nil on other edges.
+    private(set) var oldestDropper: EdgeWriter?
     private var peeked: Marker?
     /// Whether the end-of-stream marker has been taken.
     private(set) var hasEnded = false
@@ -170,6 +243,26 @@ public class EdgeReader {
         position += units
         writerWake?.post()
     }
+
+    /// All units waiting, across the ring's wrap.
+    func availableUnits() -> Int { fatalError("abstract") }
+
+    /// [control-thread] Before the graph runs: a `drop-oldest` edge, whose `writer` asks
+    /// this end to skip.
+    func skipsOldest(for writer: EdgeWriter) { oldestDropper = writer }
+
+    /// [audio-thread] On a `drop-oldest` edge, skips the oldest units its writer asked to
+    /// (it wrote as many beyond what the edge keeps); the markers skipped over are reached,
+    /// and taken as usual.
+    func skipOldest() {
+        guard let writer = oldestDropper else { return }
+        let asked = writer.skipRequests.load(ordering: .acquiring)
+        let skipped = min(asked, availableUnits())
+        guard skipped > 0 else { return }
+        release(skipped)
+        writer.skipRequests.subtract(skipped, ordering: .relaxed)
+        writer.drops.add(skipped, ordering: .relaxed)
+    }
 }
 
 /// An edge reader over a ring of Float samples: a unit is a frame of `channels` samples.
@@ -189,6 +282,7 @@ final class FrameEdgeReader: EdgeReader {
     }
 
     override func releaseAudio(_ units: Int) { audio.release(units * channels) }
+    override func availableUnits() -> Int { audio.availableElements() / channels }
 }
 
 /// An edge reader over a ring of bytes: a unit is a byte.
@@ -206,6 +300,7 @@ final class ByteEdgeReader: EdgeReader {
     }
 
     override func releaseAudio(_ units: Int) { audio.release(units) }
+    override func availableUnits() -> Int { audio.availableElements() }
 }
 
 /// Markers an edge holds at most. Nodes emit a few per call; the playhead keeps its own

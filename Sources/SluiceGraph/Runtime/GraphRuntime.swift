@@ -18,6 +18,9 @@ final class GraphRuntime: @unchecked Sendable {
     /// The live parameter queues of the nodes whose output gains a sink's playhead applies,
     /// with the index of that sink in `sinks`.
     let outputGainParameters: [(node: String, queue: ParameterQueue, sink: Int)]
+    /// The links whose policy drops (`when-full`), by name (`from.port -> to.port`), with the
+    /// writer that counts their drops.
+    let droppingLinks: [(link: String, writer: EdgeWriter)]
     /// Posted when the worker has something to do (live runs); nil offline.
     let workerWake: WakeSignal?
     private var lastDrySpells: [Int]
@@ -78,6 +81,7 @@ final class GraphRuntime: @unchecked Sendable {
         }
         var sinks: [SinkSlot] = []
         var sinkNodeIndices: [Int] = []
+        var droppingLinks: [(link: String, writer: EdgeWriter)] = []
         var largestUnits = 0
         for edge in graph.edges {
             let target = graph.nodes[edge.toNode]
@@ -124,14 +128,29 @@ final class GraphRuntime: @unchecked Sendable {
                 sinkNodeIndices.append(edge.toNode)
             } else if link == nil {
                 let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
-                // An edge the cycle writes holds two of the largest periods: its reader runs in
-                // the same period (or, for the worker, soon after).
-                let units = max(4 * settings.blockFrames * unitsPerFrame,
-                                Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)),
-                                inCycle[edge.fromNode] ? 2 * GraphCycle.maximumFrames * unitsPerFrame : 0)
+                // An edge holds at least four periods, and one the cycle writes two of the
+                // largest: its reader runs in the same period (or, for the worker, soon after).
+                let minimum = max(4 * settings.blockFrames * unitsPerFrame,
+                                  inCycle[edge.fromNode] ? 2 * GraphCycle.maximumFrames * unitsPerFrame : 0)
+                // What the link keeps: its `capacity`, or the inner edges' default.
+                let keep = edge.capacity.map { $0.frames(at: edge.format.sampleRate) * unitsPerFrame }
+                    ?? max(minimum, Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
+                // A `drop-oldest` edge has room for a writer's burst beyond what it keeps: its
+                // reader trims back to `keep` before it reads.
+                // Offline nothing is late (every branch runs to its end): links keep their
+                // capacity, and block.
+                let policy = live ? edge.whenFull : .block
+                let units = max(keep, minimum) + (policy == .dropOldest ? minimum : 0)
                 let (writer, reader) = makeEdge(
                     format: edge.format, capacityUnits: units, readerWake: inCycle[edge.toNode] ? nil : workerWake,
                     writerWake: threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : nil)
+                if policy != .block, let frames = writer as? FrameEdgeWriter {
+                    frames.setPolicy(policy, keepUnits: keep, scratchUnits: minimum)
+                    if policy == .dropOldest { reader.skipsOldest(for: writer) }
+                    let from = graph.nodes[edge.fromNode], to = graph.nodes[edge.toNode]
+                    droppingLinks.append((
+                        "\(from.name).\(from.outputPorts[edge.fromPort].name) -> \(to.name).\(to.inputPorts[edge.toPort].name)", writer))
+                }
                 writers[edge.fromNode][edge.fromPort] = writer
                 readers[edge.toNode][edge.toPort] = reader
                 largestUnits = max(largestUnits, units)
@@ -213,6 +232,7 @@ final class GraphRuntime: @unchecked Sendable {
         for (sink, nodes) in handedOver.enumerated() where !nodes.isEmpty {
             sinks[sink].playhead.outputGains = PlayheadGains(channels: sinks[sink].playhead.channels, nodes: nodes)
         }
+        self.droppingLinks = droppingLinks
         outputGainParameters = handedOver.enumerated().flatMap { sink, nodes in
             nodes.map { (node: $0.node, queue: $0.queue, sink: sink) }
         }

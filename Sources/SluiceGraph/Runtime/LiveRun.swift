@@ -26,6 +26,11 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     }
 
     public var playheads: [Playhead] { runtime.sinks.map(\.playhead) }
+    /// [any-thread] Each link whose policy drops (`when-full`), by name, and the frames it
+    /// has dropped so far.
+    public var linkDrops: [(link: String, frames: Int)] {
+        runtime.droppingLinks.map { ($0.link, $0.writer.drops.load(ordering: .relaxed)) }
+    }
 
     /// Changes the graph's live parameters while it plays (any thread, any number at once).
     public let parameters: ParameterControl

@@ -143,6 +143,8 @@ public final class ProcessorSlot {
         clearOutputViews()
         for port in inputs.indices {
             let input = inputs[port]
+            // A `drop-oldest` link: the oldest its writer wrote over is skipped, its markers reached.
+            if input.oldestDropper != nil { input.skipOldest() }
             while let marker = input.takeReachedMarker() {
                 if case .endOfStream = marker.event { ports.setEnded(port) }
                 node.receive(marker, on: port, &io)

@@ -6,6 +6,8 @@ struct RunStatistics {
     /// Recorded only when the driver was asked to (`recordsTimeline`).
     var timeline: RunTimeline?
     private var xrunsSeen = 0
+    /// Frames the dropping links had let go at the last look, for the timeline.
+    private var dropsSeen = 0
 
     init(runtime: GraphRuntime, recordsTimeline: Bool = false) {
         self.runtime = runtime
@@ -39,6 +41,16 @@ struct RunStatistics {
             if xruns > xrunsSeen {
                 for _ in xrunsSeen..<xruns { timeline!.mark(.xrun, at: time) }
                 xrunsSeen = xruns
+            }
+            var drops = 0
+            var index = 0
+            while index < runtime.droppingLinks.count {
+                drops += runtime.droppingLinks[index].writer.drops.load(ordering: .relaxed)
+                index += 1
+            }
+            if drops > dropsSeen {
+                timeline!.mark(.dropped, at: time)
+                dropsSeen = drops
             }
         }
     }
@@ -147,6 +159,8 @@ struct RunStatistics {
         if runtime.sinks.count > 1 {
             for sink in runtime.sinks { report.counters["\(sink.name).underruns"] = sink.playhead.underruns }
         }
+        // Frames each link with a dropping policy let go (`when-full`), named by the link.
+        for (link, writer) in runtime.droppingLinks { report.counters["\(link) dropped"] = writer.drops.load(ordering: .relaxed) }
         report.failures = runtime.sources.compactMap { source in source.failure.map { "\(source.name): \($0.message)" } }
         for source in runtime.sources {
             if let failure = source.failure { report.failureCodes[source.name] = failure.code }

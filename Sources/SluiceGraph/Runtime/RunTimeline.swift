@@ -31,6 +31,8 @@ public struct RunTimeline: Sendable, Hashable {
             case underrunEnd = "underrun-end"
             /// The device missed a cycle (JACK's xrun callback), noticed at this time.
             case xrun
+            /// A link whose policy drops (`when-full`) let audio go since the last look.
+            case dropped
             case finished
             case cancelled
         }
