@@ -24,26 +24,24 @@ extension GraphFileTests {
     @Test("bad link settings name the place and the fix")
     func badLinkSettings() {
         let head = "nodes: { a: { type: x }, b: { type: x } }\nlinks:\n"
-        expectOne(errors(head + "  - { chain: a -> b, when-full: drop-oldset }\n"),
-                  "a link's when-full must be one of block, drop-oldest, drop-newest, not 'drop-oldset'", line: 3, column: 33,
-                  file: Self.file, fix: "did you mean 'drop-oldest'?")
-        expectOne(errors(head + "  - { chain: a -> b, capacity: 1e300 }\n"),
-                  "a link's capacity must be between 0.001 and 60 seconds, not 1e300", line: 3, column: 32, file: Self.file,
-                  fix: "capacity: 0.02 (the seconds the link holds, 0.001…60)")
-        expectOne(errors(head + "  - { chain: a -> b, capacity: .nan }\n"),
-                  "a link's capacity must be a number of seconds, not '.nan'", line: 3, column: 32, file: Self.file,
-                  fix: "capacity: 0.02 (the seconds the link holds, 0.001…60)")
-        expectOne(errors(head + "  - { chain: a -> b, capacity-frames: -1 }\n"),
-                  "a link's capacity-frames must be between 1 and 2880000, not -1", line: 3, column: 39, file: Self.file,
-                  fix: "capacity-frames: 960 (the frames the link holds, 1…2880000)")
-        expectOne(errors(head + "  - { chain: a -> b, capacity: 0.1, capacity-frames: 10 }\n"),
-                  "a link takes capacity or capacity-frames, not both (the other at line 3)", line: 3, column: 37, file: Self.file,
-                  fix: "keep one: `capacity: 0.02` (seconds) or `capacity-frames: 960`")
-        expectOne(errors(head + "  - { capacity: 0.1 }\n"),
-                  "a link with settings needs its chain", line: 3, column: 5, file: Self.file,
-                  fix: "write e.g. `- { chain: split.out2 -> meter, capacity: 0.02, when-full: drop-oldest }`")
-        expectOne(errors(head + "  - { chain: a -> b, leaky: true }\n"),
-                  "unknown link setting 'leaky'", line: 3, column: 22, file: Self.file,
-                  fix: "a link's settings are chain, capacity, capacity-frames and when-full")
+        let seconds = "capacity: 0.02 (the seconds the link holds, 0.001…60)"
+        let cases: [(item: String, message: String, column: Int, fix: String)] = [
+            ("{ chain: a -> b, when-full: drop-oldset }",
+             "a link's when-full must be one of block, drop-oldest, drop-newest, not 'drop-oldset'", 33, "did you mean 'drop-oldest'?"),
+            ("{ chain: a -> b, capacity: 1e300 }", "a link's capacity must be between 0.001 and 60 seconds, not 1e300", 32, seconds),
+            ("{ chain: a -> b, capacity: .nan }", "a link's capacity must be a number of seconds, not '.nan'", 32, seconds),
+            ("{ chain: a -> b, capacity-frames: -1 }", "a link's capacity-frames must be between 1 and 2880000, not -1", 39,
+             "capacity-frames: 960 (the frames the link holds, 1…2880000)"),
+            ("{ chain: a -> b, capacity: 0.1, capacity-frames: 10 }",
+             "a link takes capacity or capacity-frames, not both (the other at line 3)", 37,
+             "keep one: `capacity: 0.02` (seconds) or `capacity-frames: 960`"),
+            ("{ capacity: 0.1 }", "a link with settings needs its chain", 5,
+             "write e.g. `- { chain: split.out2 -> meter, capacity: 0.02, when-full: drop-oldest }`"),
+            ("{ chain: a -> b, leaky: true }", "unknown link setting 'leaky'", 22,
+             "a link's settings are chain, capacity, capacity-frames and when-full"),
+        ]
+        for (item, message, column, fix) in cases {
+            expectOne(errors(head + "  - \(item)\n"), message, line: 3, column: column, file: Self.file, fix: fix)
+        }
     }
 }
