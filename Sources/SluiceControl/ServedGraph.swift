@@ -335,7 +335,7 @@ public final class ServedGraph: Sendable {
     /// (`reloaded` or `reload-refused`): reading and checking a file takes milliseconds that
     /// every other sender would wait.
     private func reload(waitForPeriod: Bool) -> Result<[String: any Sendable], ControlError> {
-        guard readGraph != nil else {
+        guard let readGraph else {
             return .failure(ControlError(code: "nothing-to-reload", message: "graph '\(graphName)' was not read from a file; there is nothing to read again"))
         }
         guard !reloading.exchange(true, ordering: .acquiringAndReleasing) else {
@@ -343,18 +343,19 @@ public final class ServedGraph: Sendable {
         }
         guard waitForPeriod else {
             Thread.detachNewThread { [self] in
-                _ = reloadNow(waitForPeriod: false)
+                _ = reloadNow(reading: readGraph, waitForPeriod: false)
                 reloading.store(false, ordering: .releasing)
             }
             return .success(["started": true])
         }
         defer { reloading.store(false, ordering: .releasing) }
-        return reloadNow(waitForPeriod: true)
+        return reloadNow(reading: readGraph, waitForPeriod: true)
     }
 
     /// `reload`'s work, once it holds `reloading`.
-    private func reloadNow(waitForPeriod: Bool) -> Result<[String: any Sendable], ControlError> {
-        guard let readGraph else { return .success(["changes": [[String: any Sendable]]()]) }
+    private func reloadNow(
+        reading readGraph: @Sendable () -> Result<CompiledGraph, ControlError>, waitForPeriod: Bool
+    ) -> Result<[String: any Sendable], ControlError> {
         // Read and checked with no lock held: the file's reading and the nodes' making take time.
         let file: CompiledGraph
         switch readGraph() {
