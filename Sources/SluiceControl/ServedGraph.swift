@@ -179,7 +179,7 @@ public final class ServedGraph: Sendable {
             let acknowledged = unacknowledged.withLock { pending -> [ParameterControl.Applied] in
                 var done: [ParameterControl.Applied] = []
                 pending.removeAll { change in
-                    guard let frame = run.parameters.appliedFrame(node: change.node, sequence: change.sequence) else { return false }
+                    guard let frame = run.parameters.appliedFrame(of: change) else { return false }
                     var applied = change
                     applied.frame = frame
                     done.append(applied)
@@ -210,15 +210,15 @@ public final class ServedGraph: Sendable {
     /// A `parameter` event's fields.
     static func fields(of applied: ParameterControl.Applied, in parameters: ParameterControl) -> [String: any Sendable] {
         var fields: [String: any Sendable] = ["node": applied.node, "parameter": applied.parameter, "value": applied.value]
-        if let frame = applied.frame { fields.merge(heardFields(node: applied.node, frame: frame, in: parameters)) { $1 } }
+        if let frame = applied.frame { fields.merge(heardFields(node: applied.node, parameter: applied.parameter, frame: frame, in: parameters)) { $1 } }
         return fields
     }
 
     /// A change's `frame` (the node's output frame it holds from), with `heard-frame` (the
     /// sink's stream frame where that is heard) and `heard-in` (seconds from now until then).
-    static func heardFields(node: String, frame: Int, in parameters: ParameterControl) -> [String: any Sendable] {
+    static func heardFields(node: String, parameter: String, frame: Int, in parameters: ParameterControl) -> [String: any Sendable] {
         var fields: [String: any Sendable] = ["frame": frame]
-        if let heard = parameters.heard(node: node, frame: frame) {
+        if let heard = parameters.heard(node: node, parameter: parameter, frame: frame) {
             fields["heard-frame"] = heard.frame
             fields["heard-in"] = (heard.inSeconds * 1000).rounded() / 1000
         }
@@ -246,7 +246,7 @@ public final class ServedGraph: Sendable {
                 // The output frame of the node from which the new value holds; absent when the
                 // node ran no period within a second (it applies when it next runs).
                 if let frame = applied.frame {
-                    fields.merge(Self.heardFields(node: node, frame: frame, in: run.parameters)) { $1 }
+                    fields.merge(Self.heardFields(node: node, parameter: parameter, frame: frame, in: run.parameters)) { $1 }
                 } else {
                     fields["queued"] = true
                 }
@@ -379,7 +379,7 @@ public final class ServedGraph: Sendable {
                 liveValues.withLock { $0[change.node, default: [:]][change.parameter] = change.value }
                 var fields: [String: any Sendable] = ["node": change.node, "parameter": change.parameter, "value": done.value]
                 if let frame = done.frame {
-                    fields.merge(Self.heardFields(node: change.node, frame: frame, in: run.parameters)) { $1 }
+                    fields.merge(Self.heardFields(node: change.node, parameter: change.parameter, frame: frame, in: run.parameters)) { $1 }
                     events.emit("parameter", ServedGraph.fields(of: done, in: run.parameters))
                 } else {
                     fields["queued"] = true

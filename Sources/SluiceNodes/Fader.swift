@@ -9,6 +9,9 @@ import SluiceAudio
 ///   recent `fadeLength` frames (its latency).
 /// - `cancel()` fades out what it holds — within one fade length — and drops everything after.
 /// - `setGain(_:rampFrames:)` moves the gain in a straight line, never in a jump.
+/// - `setFadeLengths(in:out:)` shortens the fades (never beyond `fadeLength`, the look-ahead
+///   that holds what a fade out shapes) from the next break on: a fade under way keeps its
+///   length, so a change never makes a step.
 ///
 /// Frames outside the fades pass bit-identical while the gain is 1. The curve is a raised
 /// cosine. A segment (the audio between two breaks) no longer than `fadeLength` gets both
@@ -39,6 +42,11 @@ public final class Fader {
     /// Frames taken since the last break in continuity (the current segment's length).
     private var segmentFrames = 0
     private let curve: FadeCurve
+    /// The fades asked for (`setFadeLengths`), at most `fadeLength`.
+    public private(set) var fadeInLength: Int
+    public private(set) var fadeOutLength: Int
+    /// The current segment's fade in: `fadeInLength` as it was when the segment began.
+    private var segmentFadeIn: Int
 
     public init(channels: Int, fadeLength: Int = Fader.defaultFadeLength) {
         precondition(channels > 0 && fadeLength >= 0)
@@ -46,6 +54,9 @@ public final class Fader {
         self.fadeLength = fadeLength
         held = FrameDelayLine(channels: channels, capacity: fadeLength)
         curve = .raisedCosineIn(length: fadeLength)
+        fadeInLength = fadeLength
+        fadeOutLength = fadeLength
+        segmentFadeIn = fadeLength
     }
 
     /// The largest gain change between neighbouring frames that a fade makes.
@@ -155,22 +166,33 @@ public final class Fader {
         gainRamp.ramp(to: gain, over: rampFrames)
     }
 
-    /// Forgets the stream; the next frame fades in again. The gain is kept.
+    /// Fade lengths for the breaks to come, each clamped to `0...fadeLength`: the next segment
+    /// fades in over `in` frames, and the next break fades out over the last `out` frames
+    /// before it (a segment not yet begun takes its fade in at once). Never allocates.
+    public func setFadeLengths(in fadeIn: Int, out fadeOut: Int) {
+        fadeInLength = min(max(fadeIn, 0), fadeLength)
+        fadeOutLength = min(max(fadeOut, 0), fadeLength)
+        // A segment that has not begun takes its fade in from now.
+        if segmentFrames == 0 { segmentFadeIn = fadeInLength }
+    }
+
+    /// Forgets the stream; the next frame fades in again. The gain and fade lengths are kept.
     public func reset() {
         held.removeAll()
         releasing = 0
         segmentFrames = 0
+        segmentFadeIn = fadeInLength
         isCancelled = false
         framesProduced = 0
     }
 
     /// Fades in the oldest `frames` held frames, which are about to leave. `firstIndex` is the
-    /// position of the first of them in its segment; only a segment's first `fadeLength`
+    /// position of the first of them in its segment; only a segment's first `segmentFadeIn`
     /// frames fade.
     private func fadeInOldest(_ frames: Int, firstIndex: Int) {
         var index = 0
-        while firstIndex + index < fadeLength && index < frames {
-            let gain = curve[firstIndex + index]
+        while firstIndex + index < segmentFadeIn && index < frames {
+            let gain = curve.value(at: firstIndex + index, of: segmentFadeIn)
             let frame = held.frame(index)
             for channel in 0..<channels { frame[channel] *= gain }
             index += 1
@@ -178,15 +200,15 @@ public final class Fader {
     }
 
     /// Shapes the held frames of the current segment for a break and releases them: a fade
-    /// out over them, and the fade-in those still owe. A segment no longer than the fade is held
-    /// whole and gets both fades squeezed into halves of its length; one shorter than twice the
-    /// fade is quieter where its two fades overlap.
+    /// out over the last `fadeOutLength` of them, and the fade-in those still owe. A segment
+    /// held whole and no longer than its fades gets both squeezed into halves of its length;
+    /// one shorter than the two fades together is quieter where they overlap.
     private func fadeOutHeld() {
         let span = held.count - releasing
         let firstIndex = segmentFrames - span
-        let squeezed = firstIndex == 0 && span <= fadeLength
-        let rise = squeezed ? (span + 1) / 2 : fadeLength
-        let fall = squeezed ? span - rise : span
+        let squeezed = firstIndex == 0 && span <= max(segmentFadeIn, fadeOutLength) && segmentFadeIn > 0 && fadeOutLength > 0
+        let rise = squeezed ? (span + 1) / 2 : segmentFadeIn
+        let fall = squeezed ? span - rise : min(span, fadeOutLength)
         for index in 0..<span {
             var gain: Float = 1
             let segmentIndex = firstIndex + index
@@ -198,6 +220,7 @@ public final class Fader {
         }
         releasing = held.count
         segmentFrames = 0
+        segmentFadeIn = fadeInLength
     }
 
     /// Applies the gain to the frames written this call and counts them.

@@ -331,4 +331,17 @@ extension CheckCommandTests {
             as: "fine.yaml")
         #expect(fine.status == 0, "\(fine.standardError)")
     }
+
+    @Test("a fader's fade longer than its look-ahead is refused at the value, with the fix")
+    func fadeLongerThanTheLookAhead() throws {
+        let graph = "name: fades\nnodes:\n  beep: { type: tone, duration: 1 }\n  fade: { type: fader, length: 128, fade-out: 512 }\n  out: { type: null.sink }\nlinks:\n  - beep -> fade -> out\n"
+        let refused = try check(graph, as: "fades.yaml")
+        #expect(refused.status == 1)
+        #expect(refused.standardError.contains(
+            "fades.yaml:4:47: error: node 'fade' (fader): fade-out 512 is longer than the look-ahead (length 128): a fade cannot be longer than what the fader holds"),
+            "\(refused.standardError)")
+        #expect(refused.standardError.contains("raise `length` to at least 512, or shorten `fade-out`"), "\(refused.standardError)")
+        let fine = try check(graph.replacingOccurrences(of: "512", with: "32"), as: "fine.yaml")
+        #expect(fine.status == 0, "\(fine.standardError)")
+    }
 }

@@ -58,7 +58,7 @@ import Testing
         let applied = try live.parameters.set(node: "vol", parameter: "gain", value: .number(0.25), atFrame: timed, timeout: 5)
         _ = try live.wait()
         #expect(applied.frame == timed, "\(applied)")
-        #expect(live.parameters.heard(node: "vol", frame: timed)?.frame == timed)
+        #expect(live.parameters.heard(node: "vol", parameter: "gain", frame: timed)?.frame == timed)
 
         let first = try #require(sink.samples.firstIndex { $0 != 0 }) - 1
         let samples = Array(sink.samples.dropFirst(first).prefix(Self.rate))
@@ -70,6 +70,28 @@ import Testing
         }
         let worst = samples.indices.map { abs(Double(samples[$0]) - expected($0)) }.max() ?? 1
         #expect(worst < 1e-5, "largest difference \(worst)")
+    }
+
+    @Test("a handed-over fader still takes its fade lengths itself: they reach the node, the gain the playhead; its look-ahead stays fixed")
+    func fadeLengthsStayWithTheFader() throws {
+        let sink = CollectingSink(pace: .realtime(speed: 4))
+        let graph = try GraphCompiler(registry: registry(sink: sink), options: .init(isLive: true)).compile(
+            chain([(tone.0, tone.1, tone.2.merging(["duration": "4"]) { $1 }), ("vol", "fader", ["length": "64"]), ("out", "collect", [:])],
+                playback: PlaybackSettings(strategy: .stream, blockFrames: 256)))
+        let fader = try #require(graph.nodes.first { $0.name == "vol" }?.instance as? FaderNode)
+        let live = try LiveRun(graph: graph)
+        #expect(live.runtime.outputGainParameters.map(\.parameters) == [[FaderNode.gainParameter, FaderNode.rampParameter]])
+        try live.start()
+        let fade = try live.parameters.set(node: "vol", parameter: "fade-out", value: .integer(16), timeout: 5)
+        let gain = try live.parameters.set(node: "vol", parameter: "gain", value: .number(0.5), timeout: 5)
+        #expect(throws: ParameterControlError.notLive(node: "vol", parameter: "length", live: ["gain", "ramp", "fade-in", "fade-out"])) {
+            try live.parameters.set(node: "vol", parameter: "length", value: .integer(16))
+        }
+        #expect(fade.frame != nil && gain.frame != nil, "\(fade) \(gain)")
+        #expect(fader.currentFadeLengths.in == 64 && fader.currentFadeLengths.out == 16)
+        #expect(fader.currentGain == 1)  // the playhead applies it
+        live.cancel()
+        _ = try? live.wait()
     }
 
     @Test("a stereo balance handed over: each side moves to its own gain; NaN is ignored")

@@ -7,8 +7,12 @@ import Testing
 struct FaderTests {
     static let fade = Fader.defaultFadeLength
 
-    private func run(_ input: [Float], channels: Int = 1, markers extra: [Marker] = [], fadeLength: Int = FaderTests.fade, seed: UInt64 = 1) -> (NodeDriver.Result, Fader) {
+    private func run(
+        _ input: [Float], channels: Int = 1, markers extra: [Marker] = [], fadeLength: Int = FaderTests.fade,
+        fades: (in: Int, out: Int)? = nil, seed: UInt64 = 1
+    ) -> (NodeDriver.Result, Fader) {
         let node = Fader(channels: channels, fadeLength: fadeLength)
+        if let fades { node.setFadeLengths(in: fades.in, out: fades.out) }
         let end = Marker(position: input.count / channels, event: .endOfStream)
         let result = NodeDriver(channels: channels, seed: seed).run(
             input: input, markers: extra + [end],
@@ -135,5 +139,58 @@ struct FaderTests {
         for seed in 2...4 as ClosedRange<UInt64> {
             #expect(firstDifference(run(input, markers: markers, seed: seed).0.output, reference) == nil)
         }
+    }
+
+    @Test("shorter fades: in over `in` frames after each break, out over the last `out` before it; the rest untouched, the delay still the look-ahead")
+    func shorterFades() {
+        let input = [Float](repeating: 1, count: 6_000)
+        let (result, node) = run(input, markers: [Marker(position: 3_000, event: .discontinuity)], fades: (in: 64, out: 128))
+        let output = result.output
+        #expect(output.count == 6_000)
+        #expect(output[0] < 0.01 && output[63] < 1 && output[64...2_871].allSatisfy { $0 == 1 })
+        #expect(output[2_872] < 1 && output[2_999] < 0.01)
+        #expect(output[3_000] < 0.01 && output[3_063] < 1 && output[3_064...5_871].allSatisfy { $0 == 1 })
+        #expect(output[5_872] < 1 && output[5_999] < 0.01)
+        // The curve squeezed to 64 frames is four times as steep as over the look-ahead's 256.
+        #expect(largestStep([0] + output + [0]) <= node.steepestFadeStep * Float(Self.fade) / 64 + 1e-6)
+        #expect(result.markers.map(\.position) == [3_000, 6_000])
+        #expect(node.latencyFrames == Self.fade)
+    }
+
+    @Test("lengths are clamped to the look-ahead; 0 cuts without a fade")
+    func fadeLengthsClamped() {
+        let node = Fader(channels: 1, fadeLength: Self.fade)
+        node.setFadeLengths(in: 10_000, out: -5)
+        #expect(node.fadeInLength == Self.fade && node.fadeOutLength == 0)
+        let (result, _) = run([Float](repeating: 1, count: 2_000), fades: (in: 0, out: 0))
+        #expect(result.output.allSatisfy { $0 == 1 })
+    }
+
+    @Test("a new fade-in length changed during a fade-in leaves that fade as it was and shapes the next")
+    func fadeChangeWaitsForTheNextBreak() {
+        let input = [Float](repeating: 1, count: 4_000)
+        func play(changing: Bool) -> [Float] {
+            let node = Fader(channels: 1, fadeLength: Self.fade)
+            var output = [Float](repeating: 0, count: 8_000)
+            var produced = 0
+            var batch = MarkerBatch()
+            output.withUnsafeMutableBufferPointer { out in
+                input.withUnsafeBufferPointer { source in
+                    // The first 300 frames: 44 of them leave, partway up the fade-in.
+                    produced += node.process(UnsafeBufferPointer(rebasing: source[0..<300]), into: UnsafeMutableBufferPointer(rebasing: out[produced...])).framesProduced
+                    if changing { node.setFadeLengths(in: 16, out: Self.fade) }
+                    produced += node.process(UnsafeBufferPointer(rebasing: source[300...]), into: UnsafeMutableBufferPointer(rebasing: out[produced...])).framesProduced
+                    node.receive(Marker(position: 4_000, event: .discontinuity), emitting: &batch)
+                    produced += node.process(UnsafeBufferPointer(rebasing: source[0..<0]), into: UnsafeMutableBufferPointer(rebasing: out[produced...])).framesProduced
+                    produced += node.process(source, into: UnsafeMutableBufferPointer(rebasing: out[produced...])).framesProduced
+                }
+            }
+            return Array(output[0..<produced])
+        }
+        let unchanged = play(changing: false), changed = play(changing: true)
+        #expect(changed.count == unchanged.count && changed.count == 8_000 - Self.fade)
+        #expect(firstDifference(Array(changed[0..<4_000]), Array(unchanged[0..<4_000])) == nil)
+        #expect(changed[4_000] < 0.05 && changed[4_015] < 1 && changed[4_016] == 1)
+        #expect(unchanged[4_016] < 1)
     }
 }

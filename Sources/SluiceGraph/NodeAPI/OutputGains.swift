@@ -11,8 +11,13 @@ public protocol OutputGainNode: LiveParameterNode {
     /// only through nodes that keep the channels apart.
     var outputGainsAreUniform: Bool { get }
 
+    /// The indices of the live parameters the gains take.
+    /// Changes of the node's other live parameters (a fader's fade lengths) still reach the
+    /// node itself.
+    var outputGainParameters: [Int] { get }
+
     /// [control-thread] Called after `prepare`, before the graph runs: from now on the node
-    /// leaves its output at gain 1, and every change of its live parameters goes to the
+    /// leaves its output at gain 1, and every change of its `outputGainParameters` goes to the
     /// returned gains instead, on the thread of the playhead that applies them. `sampleRate`
     /// is the rate of the frames they will scale (the sink's: a resampler may lie between),
     /// for ramps given in seconds.

@@ -16,8 +16,8 @@ final class GraphRuntime: @unchecked Sendable {
     let sources: [SourceSlot]
     let sinks: [SinkSlot]
     /// The live parameter queues of the nodes whose output gains a sink's playhead applies,
-    /// with the index of that sink in `sinks`.
-    let outputGainParameters: [(node: String, queue: ParameterQueue, sink: Int)]
+    /// with the parameters each queue takes and the index of that sink in `sinks`.
+    let outputGainParameters: [(node: String, queue: ParameterQueue, parameters: [Int], sink: Int)]
     /// The links whose policy drops (`when-full`), by name (`from.port -> to.port`), with the
     /// writer that counts their drops.
     let droppingLinks: [(link: String, writer: EdgeWriter)]
@@ -159,7 +159,8 @@ final class GraphRuntime: @unchecked Sendable {
 
         // Output gains of nodes before a sink's buffer go to its playhead (OutputGainNode).
         let handovers = live ? Self.outputGainHandovers(in: graph, sinkNodes: sinkNodeIndices, skipping: sinks.map(\.fedInCycle)) : [:]
-        var handedOver = [[(node: String, queue: ParameterQueue, gains: any OutputGains)]](repeating: [], count: sinks.count)
+        var handedOver = [[(node: String, queue: ParameterQueue, gains: any OutputGains, parameters: [Int])]](
+            repeating: [], count: sinks.count)
 
         var processors: [ProcessorSlot] = []
         var cycleProcessors: [ProcessorSlot] = []
@@ -197,14 +198,20 @@ final class GraphRuntime: @unchecked Sendable {
                 directSteps.append(DirectSection.Step(slot: slot, inputs: inputLinks[index], outputs: outputLinks[index]))
                 cycleProcessors.append(slot)
             case let processor as any ProcessorNode:
-                let sink = handovers[index]
-                if let sink, let gains = processor as? any OutputGainNode {
-                    handedOver[sink].append((node.name, ParameterQueue(wake: nil), gains.handOverOutputGains(sampleRate: sinks[sink].playhead.sampleRate)))
+                var keepsParameters = true
+                if let sink = handovers[index], let gains = processor as? any OutputGainNode {
+                    let parameters = gains.outputGainParameters
+                    handedOver[sink].append((
+                        node.name, ParameterQueue(wake: nil), gains.handOverOutputGains(sampleRate: sinks[sink].playhead.sampleRate),
+                        parameters))
+                    keepsParameters = node.descriptor.parameters.indices.contains {
+                        node.descriptor.parameters[$0].isLive && !parameters.contains($0)
+                    }
                 }
                 let slot = ProcessorSlot(
                     name: node.name, node: processor, ports: ports,
                     inputs: readers[index].map { $0! }, outputs: writers[index].map { $0! },
-                    parameterWake: inCycle[index] ? nil : workerWake, parametersElsewhere: sink != nil)
+                    parameterWake: inCycle[index] ? nil : workerWake, parametersElsewhere: !keepsParameters)
                 if inCycle[index] {
                     cycleProcessors.append(slot)
                     ringCycleProcessors.append(slot)
@@ -230,11 +237,12 @@ final class GraphRuntime: @unchecked Sendable {
             return sourceNodes.firstIndex { upstream.contains($0) } ?? 0
         }
         for (sink, nodes) in handedOver.enumerated() where !nodes.isEmpty {
-            sinks[sink].playhead.outputGains = PlayheadGains(channels: sinks[sink].playhead.channels, nodes: nodes)
+            sinks[sink].playhead.outputGains = PlayheadGains(
+                channels: sinks[sink].playhead.channels, nodes: nodes.map { ($0.node, $0.queue, $0.gains) })
         }
         self.droppingLinks = droppingLinks
         outputGainParameters = handedOver.enumerated().flatMap { sink, nodes in
-            nodes.map { (node: $0.node, queue: $0.queue, sink: sink) }
+            nodes.map { (node: $0.node, queue: $0.queue, parameters: $0.parameters, sink: sink) }
         }
         self.processors = processors
         self.cycleProcessors = cycleProcessors

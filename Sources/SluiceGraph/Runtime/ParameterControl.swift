@@ -9,8 +9,17 @@ public final class ParameterControl: Sendable {
     struct Target: Sendable {
         let name: String
         let descriptor: NodeDescriptor
+        /// Where changes go: the node's own queue, and the playhead's for the output gains it
+        /// handed over (by parameter index), each with where a change is heard.
+        let own: Route?
+        let handed: [Int: Route]
+
+        func route(_ parameter: Int) -> Route? { handed[parameter] ?? own }
+    }
+
+    struct Route: Sendable {
         let queue: ParameterQueue
-        /// Where the node's output is heard, when it reaches a sink.
+        /// Where the change is heard, when the node's output reaches a sink.
         let heard: HeardAt?
     }
 
@@ -30,19 +39,21 @@ public final class ParameterControl: Sendable {
     private let nodeNames: [String]
 
     init(runtime: GraphRuntime) {
-        var targets: [String: Target] = [:]
+        var own: [String: Route] = [:]
+        var handed: [String: [Int: Route]] = [:]
         let slots = (runtime.processors + runtime.cycleProcessors).map { ($0.name, $0.parameters) } + runtime.sources.map { ($0.name, $0.parameters) }
         for (name, parameters) in slots {
             guard let queue = parameters, let index = runtime.graph.nodes.firstIndex(where: { $0.name == name }) else { continue }
-            targets[name] = Target(
-                name: name, descriptor: runtime.graph.nodes[index].descriptor, queue: queue, heard: Self.heard(from: index, in: runtime))
+            own[name] = Route(queue: queue, heard: Self.heard(from: index, in: runtime))
         }
         // Output gains a playhead applies: their frames are the sink's own.
-        for handed in runtime.outputGainParameters {
-            guard let node = runtime.graph.nodes.first(where: { $0.name == handed.node }) else { continue }
-            targets[handed.node] = Target(
-                name: handed.node, descriptor: node.descriptor, queue: handed.queue,
-                heard: HeardAt(playhead: runtime.sinks[handed.sink].playhead, ratio: 1, latencyFrames: 0))
+        for gains in runtime.outputGainParameters {
+            let route = Route(queue: gains.queue, heard: HeardAt(playhead: runtime.sinks[gains.sink].playhead, ratio: 1, latencyFrames: 0))
+            for parameter in gains.parameters { handed[gains.node, default: [:]][parameter] = route }
+        }
+        var targets: [String: Target] = [:]
+        for node in runtime.graph.nodes where own[node.name] != nil || handed[node.name] != nil {
+            targets[node.name] = Target(name: node.name, descriptor: node.descriptor, own: own[node.name], handed: handed[node.name] ?? [:])
         }
         self.targets = targets
         nodeNames = runtime.graph.nodes.map(\.name)
@@ -70,12 +81,15 @@ public final class ParameterControl: Sendable {
         return nil
     }
 
-    /// [control-thread] The sink's stream frame at which `frame` of `node`'s output is heard,
-    /// and the seconds from now until then (0 when already heard); nil when its output reaches
-    /// no sink. Exact for a gain its sink's playhead applies; for other nodes the nodes'
-    /// reported latencies and rates between, as the compiled graph states them.
-    public func heard(node: String, frame: Int) -> (frame: Int, inSeconds: Double)? {
-        guard let heard = targets[node]?.heard else { return nil }
+    /// [control-thread] The sink's stream frame at which a change of `parameter` applied at
+    /// `frame` (`Applied.frame`) is heard, and the seconds from now until then (0 when already
+    /// heard); nil when the node's output reaches no sink. Exact for a gain its sink's playhead
+    /// applies; for other nodes the nodes' reported latencies and rates between, as the
+    /// compiled graph states them.
+    public func heard(node: String, parameter: String, frame: Int) -> (frame: Int, inSeconds: Double)? {
+        guard let target = targets[node], let index = target.descriptor.parameters.firstIndex(where: { $0.name == parameter }),
+            let heard = target.route(index)?.heard
+        else { return nil }
         let sinkFrame = Int((Double(frame) * heard.ratio).rounded()) + heard.latencyFrames
         let playhead = heard.playhead
         let ahead = sinkFrame - playhead.playedFrames + playhead.outputLatencyFrames
@@ -91,14 +105,17 @@ public final class ParameterControl: Sendable {
         /// holds (a ramp starts there). Nil when the node ran no period within the wait (a
         /// graph whose audio has stopped): the change is queued and applies when it runs.
         public var frame: Int?
-        /// The change's number among the node's, for `appliedFrame(node:sequence:)` later.
+        /// The change's number among the node's, for `appliedFrame(of:)` later.
         public var sequence: UInt64 = 0
     }
 
     /// [control-thread] The frame a change returned without one (`Applied.frame` nil) was
     /// applied at, once the node has run it; nil until then, or for an unknown node.
-    public func appliedFrame(node: String, sequence: UInt64) -> Int? {
-        targets[node]?.queue.acknowledgedFrame(of: sequence)
+    public func appliedFrame(of change: Applied) -> Int? {
+        guard let target = targets[change.node],
+            let index = target.descriptor.parameters.firstIndex(where: { $0.name == change.parameter })
+        else { return nil }
+        return target.route(index)?.queue.acknowledgedFrame(of: change.sequence)
     }
 
     /// The live parameters of each node that has any, by node name.
@@ -144,7 +161,10 @@ public final class ParameterControl: Sendable {
         default:
             break
         }
-        guard let sequence = target.queue.send(parameter: index, value: number, atFrame: max(0, atFrame ?? 0)) else {
+        guard let queue = target.route(index)?.queue else {
+            throw .notLive(node: node, parameter: parameter, live: parameters.filter(\.isLive).map(\.name))
+        }
+        guard let sequence = queue.send(parameter: index, value: number, atFrame: max(0, atFrame ?? 0)) else {
             throw .queueFull(node: node)
         }
         var applied = Applied(node: node, parameter: parameter, value: number, frame: nil, sequence: sequence)
@@ -152,7 +172,7 @@ public final class ParameterControl: Sendable {
         while applied.frame == nil {
             // Acknowledgements arrive in order; a concurrent caller may take this one's, so each
             // keeps the ones it took in the queue's log.
-            applied.frame = target.queue.acknowledgedFrame(of: sequence)
+            applied.frame = queue.acknowledgedFrame(of: sequence)
             if applied.frame != nil || monotonicSeconds() >= deadline { break }
             usleep(500)
         }

@@ -118,6 +118,8 @@ public final class ChannelMapNode: OutputGainNode, GainTransparentNode {
     /// Only a stereo output has a balance.
     public var outputGainsAreUniform: Bool { outputChannels != 2 }
 
+    public var outputGainParameters: [Int] { [Self.gainParameter, Self.panParameter] }
+
     /// Mono copied to stereo, or stereo averaged: channels mix.
     public var keepsChannelsApart: Bool { false }
 

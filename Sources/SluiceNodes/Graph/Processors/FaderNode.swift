@@ -12,7 +12,9 @@ import SluiceGraph
 /// Live: `gain` may change while the graph plays; it moves there in a straight line over
 /// `ramp` seconds, from the frame the change is applied at. Before a sink's buffer, a live
 /// run hands the gain to the sink's playhead (`OutputGainNode`), which applies it to what it
-/// plays, so a change is heard within a period; the fades stay here.
+/// plays, so a change is heard within a period; the fades stay here. `fade-in` and
+/// `fade-out` are live too, up to `length` (the look-ahead, which is the node's latency and so
+/// fixed): a new length shapes the breaks to come, never a fade under way.
 public final class FaderNode: OutputGainNode, GainTransparentNode {
     public static let type = NodeType(
         NodeDescriptor(
@@ -23,25 +25,40 @@ public final class FaderNode: OutputGainNode, GainTransparentNode {
             parameters: [
                 ParameterDescriptor(
                     "length", .integer(0...48_000), default: .integer(Fader.defaultFadeLength), unit: "frames",
-                    summary: "Fade length, and the delay the node adds to look ahead for breaks."),
+                    summary: "The look-ahead: the delay the node adds to see breaks coming, and the longest fade (both fades default to it)."),
                 ParameterDescriptor(
                     "gain", .number(0...4), default: .number(1), live: true,
                     summary: "Linear gain on everything; 1 leaves samples outside the fades untouched."),
                 ParameterDescriptor(
                     "ramp", .number(0...10), default: .number(FaderNode.defaultRamp), unit: "s", live: true,
                     summary: "How long a gain change takes while playing, a straight line so it never clicks; live (from the next gain change)."),
+                ParameterDescriptor(
+                    "fade-in", .integer(0...48_000), default: nil, unit: "frames", live: true,
+                    summary: "Fade-in length after a break, at most `length` (the default); live, from the next break."),
+                ParameterDescriptor(
+                    "fade-out", .integer(0...48_000), default: nil, unit: "frames", live: true,
+                    summary: "Fade-out length before a break, at most `length` (the default); live, from the next break."),
             ])
     ) { parameters in
-        FaderNode(
-            length: parameters.integer("length"), gain: Float(parameters.double("gain")),
-            ramp: parameters.double("ramp"))
+        let length = parameters.integer("length")
+        for name in ["fade-in", "fade-out"] where parameters[name] != nil && parameters.integer(name) > length {
+            throw NodeCreationError(
+                "\(name) \(parameters.integer(name)) is longer than the look-ahead (length \(length)): a fade cannot be longer than what the fader holds",
+                fix: "raise `length` to at least \(parameters.integer(name)), or shorten `\(name)`", parameter: name)
+        }
+        return FaderNode(
+            length: length, gain: Float(parameters.double("gain")), ramp: parameters.double("ramp"),
+            fadeIn: parameters["fade-in"] == nil ? nil : parameters.integer("fade-in"),
+            fadeOut: parameters["fade-out"] == nil ? nil : parameters.integer("fade-out"))
     }
 
     /// 20 ms: long enough that no gain change clicks, short enough to feel immediate.
     public static let defaultRamp = 0.02
-    /// `gain`'s and `ramp`'s indices among the type's parameters, as live changes name them.
+    /// The live parameters' indices among the type's parameters, as live changes name them.
     public static let gainParameter = 1
     public static let rampParameter = 2
+    public static let fadeInParameter = 3
+    public static let fadeOutParameter = 4
 
     // The two fields the frame kernel reads come first, on the object's first cache line.
     // SAFETY: `fader`, unretained, for `process` on the audio thread (binding the optional
@@ -55,6 +72,10 @@ public final class FaderNode: OutputGainNode, GainTransparentNode {
     /// The gain the graph file gave; live changes move the fader's own (`currentGain`).
     public let gain: Float
     public let ramp: Double
+    /// The fades the graph file gave (`length` when it gave none); live changes move the
+    /// fader's own (`Fader.fadeInLength`, `Fader.fadeOutLength`).
+    public let fadeIn: Int
+    public let fadeOut: Int
     private var rampFrames = 0
     private var rate = 0
     private var fader: Fader? {
@@ -66,27 +87,47 @@ public final class FaderNode: OutputGainNode, GainTransparentNode {
     /// and on their way, so a drain has nothing new to shape.
     private var shapedThrough = 0
 
-    public init(length: Int = Fader.defaultFadeLength, gain: Float = 1, ramp: Double = FaderNode.defaultRamp) {
+    /// - Parameters:
+    ///   - fadeIn: frames, at most `length`; nil for `length`.
+    ///   - fadeOut: frames, at most `length`; nil for `length`.
+    public init(
+        length: Int = Fader.defaultFadeLength, gain: Float = 1, ramp: Double = FaderNode.defaultRamp,
+        fadeIn: Int? = nil, fadeOut: Int? = nil
+    ) {
         precondition(length >= 0 && ramp >= 0, "a fade or ramp cannot be negative")
+        precondition((fadeIn ?? 0) >= 0 && (fadeOut ?? 0) >= 0, "a fade cannot be negative")
         self.length = length
         self.gain = gain
         self.ramp = ramp
+        self.fadeIn = min(fadeIn ?? length, length)
+        self.fadeOut = min(fadeOut ?? length, length)
     }
 
     /// The gain applied to the next output frame (moving, during a ramp).
     public var currentGain: Float { fader?.gain ?? gain }
+
+    /// The fade lengths the next break will use.
+    public var currentFadeLengths: (in: Int, out: Int) { fader.map { ($0.fadeInLength, $0.fadeOutLength) } ?? (fadeIn, fadeOut) }
 
     public func apply(_ change: ParameterChange) {
         switch change.parameter {
         case Self.gainParameter: fader?.setGain(Float(change.value), rampFrames: rampFrames)
         case Self.rampParameter where change.value.isFinite && change.value >= 0:
             rampFrames = Int((min(change.value, 10) * Double(rate)).rounded())
+        case Self.fadeInParameter, Self.fadeOutParameter:
+            guard let fader, let frames = ExternalNumber.clamped(change.value, to: 0...length) else { return }
+            fader.setFadeLengths(
+                in: change.parameter == Self.fadeInParameter ? frames : fader.fadeInLength,
+                out: change.parameter == Self.fadeOutParameter ? frames : fader.fadeOutLength)
         default: break
         }
     }
 
     /// The gain is one number for every channel.
     public var outputGainsAreUniform: Bool { true }
+
+    /// The fades shape the stream here; only the gain and its ramp go to a playhead.
+    public var outputGainParameters: [Int] { [Self.gainParameter, Self.rampParameter] }
 
     /// Fades and a gain scale each channel by itself.
     public var keepsChannelsApart: Bool { true }
@@ -113,6 +154,7 @@ public final class FaderNode: OutputGainNode, GainTransparentNode {
             throw ProcessorFormats.unprepared(Self.type.descriptor.typeName, context.inputFormats)
         }
         let fader = Fader(channels: channels, fadeLength: length)
+        fader.setFadeLengths(in: fadeIn, out: fadeOut)
         fader.setGain(gainHandedOver ? 1 : gain, rampFrames: 0)
         rampFrames = Int((ramp * Double(rate)).rounded())
         self.rate = rate
