@@ -323,6 +323,30 @@ public final class ServedGraph: Sendable {
             return .success([:])
         case .reload:
             return reload(waitForPeriod: waitForPeriod)
+        case .saveState(let node, let path):
+            return saveState(node, into: path)
+        }
+    }
+
+    /// `save-state`: the node's state written into `folder` while it plays.
+    private func saveState(_ name: String, into folder: String) -> Result<[String: any Sendable], ControlError> {
+        guard let node = running.nodes.first(where: { $0.name == name }) else {
+            let close = closestNames(to: name, among: running.nodes.map(\.name), limit: 1)
+            return .failure(ControlError(
+                code: "unknown-node", message: "the graph has no node '\(name)'" + (close.isEmpty ? "" : "; did you mean '\(close[0])'?")))
+        }
+        guard let saving = node.instance as? any StateSavingNode else {
+            let savers = running.nodes.filter { $0.instance is any StateSavingNode }.map(\.name)
+            return .failure(ControlError(
+                code: "no-state",
+                message: "node '\(name)' (\(node.descriptor.typeName)) has no state to save; nodes that have: "
+                    + (savers.isEmpty ? "none" : savers.map { "'\($0)'" }.joined(separator: ", "))))
+        }
+        do {
+            let file = try saving.saveState(into: folder)
+            return .success(["node": name, "path": folder, "file": file])
+        } catch {
+            return .failure(ControlError(code: "save-failed", message: "node '\(name)': \(error.message)"))
         }
     }
 

@@ -47,6 +47,11 @@ public enum ControlRequest: Sendable, Hashable {
     /// live changes; a file that does not check, or changes what cannot change while the
     /// graph plays, is refused and the graph plays on.
     case reload
+    /// Writes a node's state as it is now (an `lv2` node's plugin state and controls) into a
+    /// folder, as a `state:` a graph file restores: `{"command":"save-state","node":"eq",
+    /// "path":"/home/me/eq-state"}`. On the control socket only: it writes files as the user
+    /// who serves the graph.
+    case saveState(node: String, path: String)
 
     /// The command's name, as the JSON form's `command` and the OSC address's last part.
     public var name: String {
@@ -65,6 +70,7 @@ public enum ControlRequest: Sendable, Hashable {
         case .resume: "resume"
         case .quit: "quit"
         case .reload: "reload"
+        case .saveState: "save-state"
         }
     }
 }
@@ -161,7 +167,7 @@ public enum ControlJSON {
 
     static let commands = [
         "set", "speak", "cancel", "configure", "watch", "connect", "disconnect", "status", "parameters", "pause", "resume",
-        "quit", "reload",
+        "quit", "reload", "save-state",
     ]
 
     /// A JSON number as a Double; nil for anything else, `true` and `false` included (which
@@ -245,6 +251,16 @@ public enum ControlJSON {
         case "resume": return .success(.resume)
         case "quit": return .success(.quit)
         case "reload": return .success(.reload)
+        case "save-state":
+            return string("node").flatMap { node in
+                string("path").flatMap { path in
+                    guard path.hasPrefix("/"), !path.utf8.contains(0), path.utf8.count <= 4096 else {
+                        return .failure(ControlError(
+                            code: "bad-path", message: "'save-state' needs \"path\", an absolute folder path (sluice ctl resolves a relative one)"))
+                    }
+                    return .success(.saveState(node: node, path: path))
+                }
+            }
         default:
             let close = closestNames(to: command, among: commands, limit: 1)
             let hint = close.isEmpty ? "one of: \(commands.joined(separator: ", "))" : "did you mean '\(close[0])'?"

@@ -144,6 +144,10 @@ public enum OSCRequest {
                 "cancel": .cancel, "reload": .reload,
             ]
             return (address, .success(requests[String(address.dropFirst("/sluice/".count))]!))
+        case "/sluice/save-state":
+            return (address, .failure(ControlError(
+                code: "save-state-needs-socket",
+                message: "save-state writes files as the user who serves the graph, so it is taken on the control socket only (sluice ctl save-state), never from a UDP port")))
         default:
             let known = [
                 "/sluice/node/<node>/<parameter>", "/sluice/configure/<node>/<parameter>", "/sluice/speak",

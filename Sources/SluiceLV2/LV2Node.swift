@@ -13,7 +13,7 @@ import Synchronization
 /// with the same controls, as PipeWire's filter-chain and Carla run a mono plugin on a stereo
 /// stream; any other plugin takes exactly as many channels as it has audio inputs. A plugin
 /// reporting no latency runs in the JACK cycle on the period's samples.
-public final class LV2Node: LiveParameterNode, ReportingNode {
+public final class LV2Node: LiveParameterNode, ReportingNode, StateSavingNode {
     public let plugin: LV2Plugin
     /// The values the graph gave, one per control (nil: the preset's, the state's, or the plugin's default).
     let given: [Double?]
@@ -33,6 +33,9 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
     // period (one thread at a time, the graph's rule) touch them. The plugin's ports point
     // into them.
     private var controlValues: UnsafeMutableBufferPointer<Float>?
+    // The controls as last applied, as float bits, for a state save on the control thread
+    // while the plugin runs (`saveState`): stored by `apply`, one atomic a control.
+    private var appliedValues: UnsafeMutablePointer<Atomic<UInt32>>?
     private var inputPlanes: UnsafeMutableBufferPointer<Float>?
     private var outputPlanes: UnsafeMutableBufferPointer<Float>?
     private var instanceHandles: UnsafeMutableBufferPointer<LV2Instance.RunContext>?
@@ -129,6 +132,9 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
         for (index, control) in plugin.controls.enumerated() {
             if let value = given[index] { controls[index] = Float(value.clamped(to: control.range(rate: rate))) }
         }
+        let applied = UnsafeMutablePointer<Atomic<UInt32>>.allocate(capacity: max(controls.count, 1))
+        for index in 0..<max(controls.count, 1) { (applied + index).initialize(to: Atomic(controls[index].bitPattern)) }
+        appliedValues = applied
         let handles = UnsafeMutableBufferPointer<LV2Instance.RunContext>.allocate(capacity: instances.count)
         for (index, instance) in instances.enumerated() { handles[index] = instance.runContext }
         instanceHandles = handles
@@ -167,6 +173,11 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
         instances.removeAll()  // each instance deactivates and frees its plugin
         instanceHandles?.deallocate()
         instanceHandles = nil
+        if let appliedValues {
+            appliedValues.deinitialize(count: max(controlValues?.count ?? 1, 1))
+            appliedValues.deallocate()
+        }
+        appliedValues = nil
         controlValues?.deallocate()
         controlValues = nil
         inputPlanes?.deallocate()
@@ -189,7 +200,28 @@ public final class LV2Node: LiveParameterNode, ReportingNode {
     public func apply(_ change: ParameterChange) {
         let index = change.parameter - LV2NodeType.pickingParameters.count
         guard let controlValues, plugin.controls.indices.contains(index), change.value.isFinite else { return }
-        controlValues[index] = Float(change.value.clamped(to: plugin.controls[index].range(rate: rate)))
+        let value = Float(change.value.clamped(to: plugin.controls[index].range(rate: rate)))
+        controlValues[index] = value
+        appliedValues?[index].store(value.bitPattern, ordering: .relaxed)
+    }
+
+    // MARK: State
+
+    /// Saves the first instance's state (a plugin run once per channel has the same in each)
+    /// and the controls as last applied into `folder/state.ttl`, as jalv saves it: the files
+    /// the state names are linked or copied beside it. LV2 lets a save run while the plugin
+    /// runs; the controls are read from their own atomics, never from the ports the plugin
+    /// reads. [control-thread]
+    public func saveState(into folder: String) throws(NodeStateError) -> String {
+        guard let first = instances.first, let appliedValues else {
+            throw NodeStateError("the plugin is not running")
+        }
+        try StateFolder.prepare(folder)
+        let values = (0..<plugin.controls.count).map { Float(bitPattern: appliedValues[$0].load(ordering: .relaxed)) }
+        try LV2World.shared.save(
+            instance: first, controls: Dictionary(uniqueKeysWithValues: zip(plugin.controls.map(\.portSymbol), values)),
+            into: folder)
+        return folder.hasSuffix("/") ? folder + "state.ttl" : folder + "/state.ttl"
     }
 
     /// The value a control holds now, by its parameter name; nil when not prepared or no such

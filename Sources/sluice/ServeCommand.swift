@@ -169,6 +169,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
             sluice ctl watch [--levels]         # events, a line each, until the graph ends
             sluice ctl connect out_1 system:playback_1    # or disconnect
             sluice ctl reload                   # read the graph file again: changed live parameters apply
+            sluice ctl save-state eq eq-state   # an lv2 node's state into a folder, for `state:`
             sluice ctl status | parameters | pause | resume | quit
             sluice ctl --json '{"command":"status"}'
 
@@ -202,7 +203,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "Send this JSON request line as it is.")
     var json: String?
 
-    @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | connect PORT PORT | disconnect PORT PORT | status | parameters | pause | resume | reload | quit")
+    @Argument(parsing: .allUnrecognized, help: "set NODE PARAMETER VALUE | speak TEXT | cancel | configure NODE NAME=VALUE… | watch | connect PORT PORT | disconnect PORT PORT | status | parameters | pause | resume | reload | save-state NODE FOLDER | quit")
     var words: [String] = []
 
     @OptionGroup var logging: LoggingOptions
@@ -256,7 +257,7 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
             return json
         }
         guard let command = words.first else {
-            throw ValidationError("name a command: set, speak, cancel, configure, watch, connect, disconnect, status, parameters, pause, resume, reload or quit")
+            throw ValidationError("name a command: set, speak, cancel, configure, watch, connect, disconnect, status, parameters, pause, resume, reload, save-state or quit")
         }
         var object: [String: Any] = ["command": command]
         switch command {
@@ -286,6 +287,11 @@ struct CtlCommand: ParsableCommand, LoggingCommand {
         case "watch":
             guard words.count == 1 else { throw ValidationError("'watch' takes no arguments (--levels adds levels)") }
             object["levels"] = levels
+        case "save-state":
+            guard words.count == 3 else { throw ValidationError("usage: sluice ctl save-state NODE FOLDER") }
+            object["node"] = words[1]
+            // The server writes it: a relative folder is the caller's, made absolute here.
+            object["path"] = words[2].hasPrefix("/") ? words[2] : FileManager.default.currentDirectoryPath + "/" + words[2]
         case "speak":
             guard words.count >= 2 else { throw ValidationError("usage: sluice ctl speak TEXT [--node NODE]") }
             object["text"] = words.dropFirst().joined(separator: " ")

@@ -566,6 +566,56 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: served.socket), "the control socket was left behind")
     }
 
+    @Test("ctl save-state writes a playing LV2 node's state, its control as last set live, into a folder a graph's state: restores")
+    func saveStateOfAPlayingPlugin() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let graph = try folder.write(
+            """
+            name: serve-lv2-\(getpid())
+            nodes:
+              tone: { type: tone, duration: 60 }
+              amp: { type: lv2, uri: "http://lv2plug.in/plugins/eg-amp" }
+              out: { type: jack.sink, connect: none }
+            links: [tone -> amp -> out]
+            """, to: "amp.yaml")
+        let served = try Served(graph: graph, socket: folder.file("control.sock").path, server: server.name)
+        _ = try #require(served.readyLine())
+        #expect(try served.ctl(["set", "amp", "gain", "-7.5"]).status == 0)
+        let saved = try served.ctl(["save-state", "amp", folder.path("amp-state")])
+        #expect(saved.status == 0, "\(saved.reply)")
+        let file = try #require(saved.reply["file"] as? String)
+        #expect(file == folder.path("amp-state") + "/state.ttl")
+        let state = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(state.contains("<http://lv2plug.in/plugins/eg-amp>") && state.contains("\"gain\"") && state.contains("-7.5"), "\(state)")
+        // A folder that is a link is refused; the graph plays on.
+        try FileManager.default.createSymbolicLink(atPath: folder.path("link"), withDestinationPath: folder.path("amp-state"))
+        let refused = try served.ctl(["save-state", "amp", folder.path("link")])
+        #expect(refused.status == 1 && (refused.reply["error"] as? [String: Any])?["code"] as? String == "save-failed", "\(refused.reply)")
+        #expect(try served.ctl(["status"]).status == 0)
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+
+        // The saved folder as a graph's `state:`: the tone comes out at the gain set live.
+        let restored = try folder.write(
+            """
+            nodes:
+              tone: { type: tone, amplitude: 0.5, duration: 0.1 }
+              amp: { type: lv2, uri: "http://lv2plug.in/plugins/eg-amp", state: amp-state }
+              out: { type: wav.sink, path: out.wav }
+            links: [tone -> amp -> out]
+            """, to: "restored.yaml")
+        let render = try CLI.sluice(["render", restored.path])
+        #expect(render.status == 0, "\(render.standardError)")
+        let wav = try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder.path("out.wav"))))
+        let data = try #require((0..<(wav.count - 8)).first { Array(wav[$0..<($0 + 4)]) == Array("data".utf8) })
+        let samples = stride(from: data + 8, to: wav.count - 3, by: 4).map { offset in
+            Float(bitPattern: UInt32(wav[offset]) | UInt32(wav[offset + 1]) << 8 | UInt32(wav[offset + 2]) << 16 | UInt32(wav[offset + 3]) << 24)
+        }
+        let peak = samples.map(abs).max() ?? 0
+        #expect(abs(peak - 0.5 * powf(10, -7.5 / 20)) < 1e-3, "peak \(peak)")
+    }
+
     @Test("malformed and wrong requests are answered with errors while the graph plays on")
     func badRequestsAreAnswered() throws {
         let server = try JackTestServer.shared()
@@ -590,6 +640,8 @@ import Testing
             (["--json", #"{"command":"set","node":"level","parameter":"gain","value":true}"#], "missing-field"),
             (["--json", #"{"command":"set","node":"level","parameter":"gain","value":"loud"}"#], "missing-field"),
             (["speak", "hello"], "no-speaker"),
+            (["save-state", "levle", "/tmp/sluice-no-state"], "unknown-node"),
+            (["save-state", "level", "/tmp/sluice-no-state"], "no-state"),
             // A key twice: parsers keep the first or the last; refused rather than guessed.
             (["--json", #"{"command":"status","command":"quit"}"#], "bad-json"),
             (["--json", #"{"command":"status","comm\u0061nd":"quit"}"#], "bad-json"),

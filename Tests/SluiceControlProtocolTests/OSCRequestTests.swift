@@ -103,4 +103,27 @@ import Testing
             Issue.record("'relaod' taken")
         }
     }
+
+    @Test("save-state takes a node and an absolute folder on the socket; a relative or NUL-bearing path is refused, and OSC refuses it outright")
+    func saveState() throws {
+        #expect(try ControlJSON.parse(Array(#"{"command":"save-state","node":"eq","path":"/tmp/eq state"}"#.utf8)).0.get()
+            == .saveState(node: "eq", path: "/tmp/eq state"))
+        for line in [
+            #"{"command":"save-state","node":"eq","path":"eq-state"}"#, #"{"command":"save-state","node":"eq","path":"/tmp/a\u0000b"}"#,
+            #"{"command":"save-state","node":"eq","path":3}"#, #"{"command":"save-state","path":"/tmp/x"}"#,
+        ] {
+            let (parsed, _) = ControlJSON.parse(Array(line.utf8))
+            guard case .failure(let error) = parsed else {
+                Issue.record("taken: \(line)")
+                continue
+            }
+            #expect(["bad-path", "missing-field"].contains(error.code), "\(line): \(error)")
+        }
+        let osc = try #require(OSCRequestTests.parse(OSCRequestTests.datagram("/sluice/save-state", [.string("eq"), .string("/tmp/x")])))
+        guard case .failure(let error) = osc.1 else {
+            Issue.record("OSC took save-state")
+            return
+        }
+        #expect(error.code == "save-state-needs-socket")
+    }
 }

@@ -147,6 +147,76 @@ import Testing
         #expect(worst < 1e-6, "largest difference \(worst)")
     }
 
+    /// Prepares `node` (an `lv2` node's parameters) by hand, mono at the test rate.
+    func prepared(_ uri: String, _ parameters: [String: ParameterValue] = [:]) throws -> LV2Node {
+        let type = try LV2NodeType.type(of: LV2World.shared.plugin(uri: uri))
+        let node = try #require(try type.make(NodeParameters(parameters)) as? LV2Node)
+        try node.prepare(PrepareContext(
+            inputFormats: [.frames(rate: Self.rate, channels: 1)], outputFormats: [.frames(rate: Self.rate, channels: 1)],
+            maximumUnits: 4096, blockFrames: 256))
+        return node
+    }
+
+    @Test("a saved state restores what was saved: eg-amp's gain as last changed live, the convolver's impulse response (a property its worker loads)")
+    func savedStateRestores() throws {
+        let folder = TemporaryFolder("sluice-lv2-save")
+        let amp = try prepared(Self.amp)
+        defer { amp.deactivate() }
+        let control = try #require(amp.plugin.controls.firstIndex { $0.symbol == "gain" })
+        let gain = LV2NodeType.pickingParameters.count + control
+        amp.apply(ParameterChange(parameter: gain, value: -6))
+        let file = try amp.saveState(into: folder.path("amp"))
+        #expect(file == folder.path("amp") + "/state.ttl")
+        let input = Signals.noise(count: 4_801, amplitude: 0.5, seed: 24)
+        let restored = try render(input, channels: 1, node: "{ type: lv2, uri: \"\(Self.amp)\", state: \(folder.path("amp")) }")
+        let worst = zip(restored, input).map { abs($0 - $1 * powf(10, -6.0 / 20)) }.max() ?? 1
+        #expect(restored.count == input.count && worst < 1e-6, "largest difference \(worst)")
+
+        var response = [Float](repeating: 0, count: 100)
+        response[0] = -0.5
+        response[61] = 0.25
+        try WAVFile.write(response, channels: 1, rate: Self.rate, to: folder.path("ir.wav"))
+        _ = try folder.write(Self.convolverState(ir: "ir.wav"), to: "given.ttl")
+        let convolver = try prepared(Self.convolver, ["state": .string(folder.path("given.ttl"))])
+        defer { convolver.deactivate() }
+        let latency = convolver.latencyFrames
+        _ = try convolver.saveState(into: folder.path("convolver"))
+        var impulse = [Float](repeating: 0, count: 2_400)
+        impulse[500] = 1
+        let output = try render(impulse, channels: 1, node: "{ type: lv2, uri: \"\(Self.convolver)\", state: \(folder.path("convolver")) }")
+        #expect(abs(output[500 + latency] + 0.5) < 1e-6 && abs(output[561 + latency] - 0.25) < 1e-6,
+                "\(output[500 + latency]), \(output[561 + latency])")
+    }
+
+    @Test("a state is saved into a real folder of the user's own: a relative path, a link, a file and someone else's folder are refused, and nothing is written")
+    func stateFolderRefusals() throws {
+        let folder = TemporaryFolder("sluice-lv2-save-refused")
+        let amp = try prepared(Self.amp)
+        defer { amp.deactivate() }
+        func refusal(_ path: String) -> String? {
+            do {
+                _ = try amp.saveState(into: path)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(refusal("amp-state")?.contains("is not an absolute path") == true)
+        try FileManager.default.createDirectory(atPath: folder.path("real"), withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: folder.path("link"), withDestinationPath: folder.path("real"))
+        #expect(refusal(folder.path("link"))?.contains("is a symbolic link") == true)
+        _ = try folder.write("not a folder", to: "file")
+        #expect(refusal(folder.path("file"))?.contains("exists and is not a folder") == true)
+        #expect(refusal(folder.path("missing/deeper"))?.contains("cannot make the folder") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path("real")).isEmpty)
+        if geteuid() == 0 {
+            try FileManager.default.createDirectory(atPath: folder.path("theirs"), withIntermediateDirectories: false)
+            #expect(chown(folder.path("theirs"), 65_534, 65_534) == 0)
+            #expect(refusal(folder.path("theirs"))?.contains("belongs to another user (uid 65534)") == true)
+        }
+        #expect(refusal(folder.path("real")) == nil)
+    }
+
     @Test("a preset restores by label or URI: the convolver's No-OP passes an impulse through")
     func presetRestores() throws {
         var impulse = [Float](repeating: 0, count: 2_400)
