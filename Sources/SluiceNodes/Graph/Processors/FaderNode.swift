@@ -115,7 +115,7 @@ public final class FaderNode: OutputGainNode, GainTransparentNode {
         case Self.rampParameter where change.value.isFinite && change.value >= 0:
             rampFrames = Int((min(change.value, 10) * Double(rate)).rounded())
         case Self.fadeInParameter, Self.fadeOutParameter:
-            guard let fader, let frames = ExternalNumber.clamped(change.value, to: 0...length) else { return }
+            guard let fader, change.value.isFinite, let frames = ExternalNumber.clamped(change.value, to: 0...length) else { return }
             fader.setFadeLengths(
                 in: change.parameter == Self.fadeInParameter ? frames : fader.fadeInLength,
                 out: change.parameter == Self.fadeOutParameter ? frames : fader.fadeOutLength)

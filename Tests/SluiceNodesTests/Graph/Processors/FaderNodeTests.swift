@@ -23,7 +23,7 @@ struct FaderNodeTests {
         let node = FaderNode(length: 0, gain: 1, ramp: 0.001)  // 48 frames at 48 kHz
         #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].name == "gain")
         #expect(FaderNode.type.descriptor.parameters[FaderNode.gainParameter].isLive)
-        #expect(FaderNode.type.descriptor.parameters.filter(\.isLive).map(\.name) == ["gain", "ramp"])
+        #expect(FaderNode.type.descriptor.parameters.filter(\.isLive).map(\.name) == ["gain", "ramp", "fade-in", "fade-out"])
         let harness = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
         harness.feed(Array(repeating: 1, count: 100))
         harness.run()
@@ -39,6 +39,20 @@ struct FaderNodeTests {
         }
         #expect(output.suffix(52).allSatisfy { $0 == 0.5 })
         #expect(harness.allocations == 0)
+    }
+
+    @Test("fade lengths are live, clamped to the look-ahead; NaN and infinities are ignored")
+    func liveFadeLengths() throws {
+        let node = FaderNode(length: 64, fadeIn: 32)
+        _ = try ProcessorHarness(node, inputs: [.frames(rate: 48_000, channels: 1)])
+        #expect(node.currentFadeLengths.in == 32 && node.currentFadeLengths.out == 64)
+        node.apply(ParameterChange(parameter: FaderNode.fadeOutParameter, value: 16))
+        node.apply(ParameterChange(parameter: FaderNode.fadeInParameter, value: 1_000))
+        #expect(node.currentFadeLengths.in == 64 && node.currentFadeLengths.out == 16)
+        for value in [Double.nan, .infinity, -.infinity] {
+            node.apply(ParameterChange(parameter: FaderNode.fadeOutParameter, value: value))
+        }
+        #expect(node.currentFadeLengths.out == 16)
     }
 
     @Test("`ramp` is live: a change of it times the gain changes after it")
@@ -90,7 +104,7 @@ struct FaderNodeTests {
     func descriptor() throws {
         let descriptor = FaderNode.type.descriptor
         #expect(descriptor.typeName == "fader")
-        #expect(descriptor.parameters.map(\.name) == ["length", "gain", "ramp"])
+        #expect(descriptor.parameters.map(\.name) == ["length", "gain", "ramp", "fade-in", "fade-out"])
         let length = try #require(descriptor.parameter(named: "length"))
         #expect(length.type == .integer(0...48_000))
         #expect(length.defaultValue == .integer(Fader.defaultFadeLength))
