@@ -23,12 +23,9 @@ public class EdgeWriter {
     var writesToScratch = false
     /// Units dropped on this edge by either end, for the run's counters.
     let drops = Atomic<Int>(0)
-    /// On a `drop-oldest` edge: units the writer wrote beyond what the edge keeps, which the
-    /// reader skips (the oldest) at its next step. The writer adds, the reader subtracts.
-    let skipRequests = Atomic<Int>(0)
-    /// Whether the region last handed out lies beyond what a `drop-oldest` edge keeps: its
-    /// units, once committed, are asked of the reader to skip as many of the oldest.
-    var writesBeyondKeep = false
+    /// What a dropping edge keeps (`setPolicy`): the reader of a `drop-oldest` edge skips the
+    /// oldest down to it after each of its steps. Set before the graph runs.
+    fileprivate(set) var keepUnits = Int.max
 
     init(format: StreamFormat, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
         self.format = format
@@ -65,7 +62,6 @@ public class EdgeWriter {
             drops.add(units, ordering: .relaxed)
         } else {
             commitAudio(units)
-            if writesBeyondKeep { skipRequests.add(units, ordering: .releasing) }
         }
         writtenUnits.add(units, ordering: .releasing)
     }
@@ -98,23 +94,28 @@ final class FrameEdgeWriter: EdgeWriter {
     /// now and then would find the playhead has already taken some of it.
     func takeFillPeak() -> Int { fillPeak.exchange(0, ordering: .relaxed) }
 
-    /// What the edge does when full (`when-full`), and the units it keeps. Once it holds
-    /// `keepUnits`, `drop-newest` drops what the writer makes; `drop-oldest` writes on into
-    /// the ring's room beyond them and asks the reader to skip as many of the oldest; either
-    /// drops what the writer makes when the ring itself is full (the reader has stopped).
+    /// What the edge does when full (`when-full`), and the units it keeps. The ring has room
+    /// for one step of its writer beyond them (`burstUnits`: the worker moves audio in
+    /// batches, and a reader that keeps up takes each one in the same pass, so nothing is
+    /// lost). `drop-newest` drops what the writer makes once the edge holds `keepUnits` plus
+    /// that room; `drop-oldest` writes on into the ring, its reader skipping the oldest down
+    /// to `keepUnits` after each step (`EdgeReader.skipOldest`); either drops what the
+    /// writer makes when the ring itself is full (the reader has stopped).
     private(set) var policy = LinkPolicy.block
-    private var keepUnits = Int.max
+    private var burstUnits = 0
     // SAFETY: `scratchUnits` frames, allocated by `setPolicy`, freed in `deinit`; written by
     // the writer's thread only, and never read: what lands there is dropped.
     private var scratch: UnsafeMutablePointer<Float>?
     private var scratchUnits = 0
 
-    /// [control-thread] Before the graph runs: a policy that drops, keeping `keepUnits`, with
-    /// `scratchUnits` frames of scratch for what the writer makes while the edge is full.
-    func setPolicy(_ policy: LinkPolicy, keepUnits: Int, scratchUnits: Int) {
+    /// [control-thread] Before the graph runs: a policy that drops, keeping `keepUnits` with
+    /// room for `burstUnits` more (one step of the writer), and `scratchUnits` frames of
+    /// scratch for what the writer makes while the edge is full.
+    func setPolicy(_ policy: LinkPolicy, keepUnits: Int, burstUnits: Int, scratchUnits: Int) {
         self.policy = policy
         guard policy != .block else { return }
         self.keepUnits = keepUnits
+        self.burstUnits = burstUnits
         self.scratchUnits = scratchUnits
         scratch = .allocate(capacity: scratchUnits * channels)
         scratch!.initialize(repeating: 0, count: scratchUnits * channels)
@@ -128,12 +129,12 @@ final class FrameEdgeWriter: EdgeWriter {
         let first = audio.writableRegions().first
         var units = first.count / channels
         if let scratch {
-            let held = (audio.capacity - audio.availableSlots()) / channels
-            let belowKeep = min(units, max(0, keepUnits - held))
-            // Up to what the edge keeps, as any edge; beyond it, `drop-oldest` takes the ring's
-            // room (the reader skips as much), `drop-newest` none.
-            writesBeyondKeep = belowKeep == 0 && policy == .dropOldest && units > 0
-            if !writesBeyondKeep { units = belowKeep }
+            // `drop-oldest` takes all the ring's room (its reader trims), `drop-newest` up to
+            // what it keeps and one step more.
+            if policy == .dropNewest {
+                let held = (audio.capacity - audio.availableSlots()) / channels
+                units = min(units, max(0, keepUnits + burstUnits - held))
+            }
             writesToScratch = units == 0
             if writesToScratch { return (UnsafeMutableRawPointer(scratch), scratchUnits) }
         }
@@ -154,7 +155,7 @@ final class FrameEdgeWriter: EdgeWriter {
     /// [audio-thread] Room for exactly `samples` samples as up to two stretches (the ring
     /// wraps), or nil when there is less. Write both, then `commit` the frames.
     func writableSamples(_ samples: Int) -> (first: UnsafeMutableBufferPointer<Float>, second: UnsafeMutableBufferPointer<Float>)? {
-        if scratch != nil, policy == .dropNewest, (audio.capacity - audio.availableSlots() + samples) / channels > keepUnits {
+        if scratch != nil, policy == .dropNewest, (audio.capacity - audio.availableSlots() + samples) / channels > keepUnits + burstUnits {
             drops.add(samples / channels, ordering: .relaxed)
             return nil
         }
@@ -188,10 +189,15 @@ final class ByteEdgeWriter: EdgeWriter {
 public class EdgeReader {
     public let format: StreamFormat
     private var markerRing: RingConsumer<Marker>
-    /// Units released so far: the reader's position on the edge.
+    /// Units released so far: the reader's position on the edge. Units skipped on a
+    /// `drop-oldest` edge are not counted: the reader never had them, and the markers it
+    /// takes are moved back by as much, so a node's output positions stay its input's.
     public private(set) var position = 0
-    /// On a `drop-oldest` edge, its writer: it asks this end to skip the oldest units
-    /// (`skipRequests`) and counts what is skipped with its own drops. Nil on other edges.
+    /// Units skipped on a `drop-oldest` edge (`skipOldest`): the writer's positions run ahead
+    /// of the reader's by this much.
+    private(set) var skippedUnits = 0
+    /// On a `drop-oldest` edge, its writer: it says what the edge keeps, and counts what this
+    /// end skips with its own drops. Nil on other edges.
     private(set) var oldestDropper: EdgeWriter?
     private var peeked: Marker?
     /// Whether the end-of-stream marker has been taken.
@@ -208,10 +214,12 @@ public class EdgeReader {
     public func readableRegion() -> (base: UnsafeRawPointer?, units: Int) { fatalError("abstract") }
     func releaseAudio(_ units: Int) { fatalError("abstract") }
 
-    /// The next marker, without taking it.
+    /// The next marker, without taking it, at its position in the reader's count: one among
+    /// skipped units is where the reader is now.
     public func nextMarker() -> Marker? {
         if peeked == nil { peeked = markerRing.pop() }
-        return peeked
+        guard let marker = peeked, skippedUnits > 0 else { return peeked }
+        return marker.moved(to: max(position, marker.position - skippedUnits))
     }
 
     /// The next marker, whatever its position (a bench collecting what a node emitted).
@@ -251,16 +259,16 @@ public class EdgeReader {
     /// this end to skip.
     func skipsOldest(for writer: EdgeWriter) { oldestDropper = writer }
 
-    /// [audio-thread] On a `drop-oldest` edge, skips the oldest units its writer asked to
-    /// (it wrote as many beyond what the edge keeps); the markers skipped over are reached,
-    /// and taken as usual.
+    /// [audio-thread] On a `drop-oldest` edge, after the reader's step: skips the oldest units
+    /// beyond what the edge keeps, so a reader that fell behind goes on from the newest. The
+    /// markers skipped over are reached where the reader is, and taken as usual.
     func skipOldest() {
         guard let writer = oldestDropper else { return }
-        let asked = writer.skipRequests.load(ordering: .acquiring)
-        let skipped = min(asked, availableUnits())
+        let skipped = availableUnits() - writer.keepUnits
         guard skipped > 0 else { return }
-        release(skipped)
-        writer.skipRequests.subtract(skipped, ordering: .relaxed)
+        releaseAudio(skipped)
+        skippedUnits += skipped
+        writerWake?.post()
         writer.drops.add(skipped, ordering: .relaxed)
     }
 }

@@ -83,6 +83,15 @@ final class GraphRuntime: @unchecked Sendable {
         var sinkNodeIndices: [Int] = []
         var droppingLinks: [(link: String, writer: EdgeWriter)] = []
         var largestUnits = 0
+        // The most one step of a node can write: what its input edge holds (an inner edge's
+        // default, or a link's `capacity`). A dropping link has room for that beyond what it
+        // keeps, so a reader that keeps up loses nothing to the worker's batches.
+        let largestStep = graph.edges.map { edge -> Int in
+            let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
+            let inner = max(4 * settings.blockFrames * unitsPerFrame, Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
+            guard !(graph.nodes[edge.toNode].instance is any SinkNode) else { return 0 }
+            return max(inner, edge.capacity.map { $0.frames(at: edge.format.sampleRate) * unitsPerFrame } ?? 0)
+        }.max() ?? 0
         for edge in graph.edges {
             let target = graph.nodes[edge.toNode]
             var link: Int?
@@ -135,17 +144,18 @@ final class GraphRuntime: @unchecked Sendable {
                 // What the link keeps: its `capacity`, or the inner edges' default.
                 let keep = edge.capacity.map { $0.frames(at: edge.format.sampleRate) * unitsPerFrame }
                     ?? max(minimum, Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
-                // A `drop-oldest` edge has room for a writer's burst beyond what it keeps: its
-                // reader trims back to `keep` before it reads.
-                // Offline nothing is late (every branch runs to its end): links keep their
-                // capacity, and block.
+                // A dropping edge has room for a writer's step beyond what it keeps (the worker
+                // moves audio in batches); a `drop-oldest` reader trims back to `keep` after
+                // each of its steps. Offline nothing is late (every branch runs to its end):
+                // links keep their capacity, and block.
                 let policy = live ? edge.whenFull : .block
-                let units = max(keep, minimum) + (policy == .dropOldest ? minimum : 0)
+                let burst = policy == .block ? 0 : max(minimum, largestStep)
+                let units = max(keep, minimum) + burst
                 let (writer, reader) = makeEdge(
                     format: edge.format, capacityUnits: units, readerWake: inCycle[edge.toNode] ? nil : workerWake,
                     writerWake: threadSource[edge.fromNode] ? sourceWakes[edge.fromNode] : nil)
                 if policy != .block, let frames = writer as? FrameEdgeWriter {
-                    frames.setPolicy(policy, keepUnits: keep, scratchUnits: minimum)
+                    frames.setPolicy(policy, keepUnits: keep, burstUnits: burst, scratchUnits: minimum)
                     if policy == .dropOldest { reader.skipsOldest(for: writer) }
                     let from = graph.nodes[edge.fromNode], to = graph.nodes[edge.toNode]
                     droppingLinks.append((

@@ -28,6 +28,8 @@ public final class ProcessorSlot {
     /// Live parameter changes for the node, when it has live parameters.
     let parameters: ParameterQueue?
     private let liveNode: (any LiveParameterNode)?
+    /// Whether an input is a `drop-oldest` link (its reader knows it before the slot is made).
+    private let dropsOldest: Bool
 
     /// The edges as the last step that moved nothing saw them (see `isIdle`), or empty.
     private var idleState: UnsafeMutableBufferPointer<Int>
@@ -46,6 +48,7 @@ public final class ProcessorSlot {
         self.ports = ports
         self.inputs = inputs
         self.outputs = outputs
+        dropsOldest = inputs.contains { $0.oldestDropper != nil }
         liveNode = parametersElsewhere ? nil : node as? any LiveParameterNode
         parameters = liveNode == nil ? nil : ParameterQueue(wake: parameterWake)
         parametersRef = parameters.map { .passUnretained($0) }
@@ -116,11 +119,24 @@ public final class ProcessorSlot {
             let written = outputs[0].writtenUnits.load(ordering: .relaxed)
             if let timed = parameters.nextTimedFrame(after: written) { outputLimit = min(outputLimit, timed - written) }
         }
-        if !changed && isIdle(inputLimit: inputLimit, outputLimit: outputLimit) { return false }
+        if !changed && isIdle(inputLimit: inputLimit, outputLimit: outputLimit) {
+            skipOldestBeyondKept()
+            return false
+        }
         let moved = move(inputLimit: inputLimit, outputLimit: outputLimit) || changed
         // Noted before the move, so the edges as they are now are known only if nothing moved.
         idleKnown = !moved
+        skipOldestBeyondKept()
         return moved
+    }
+
+    /// A `drop-oldest` input keeps only its newest audio once the node has taken what it could
+    /// (after the step, not before: the worker moves audio in batches larger than a link may
+    /// keep, and a reader that keeps up takes each batch whole).
+    @inline(__always)
+    private func skipOldestBeyondKept() {
+        guard dropsOldest else { return }
+        for port in inputs.indices where inputs[port].oldestDropper != nil { inputs[port].skipOldest() }
     }
 
     /// Applies the live parameter changes that arrived, from the node's next output frame.
@@ -143,8 +159,6 @@ public final class ProcessorSlot {
         clearOutputViews()
         for port in inputs.indices {
             let input = inputs[port]
-            // A `drop-oldest` link: the oldest its writer wrote over is skipped, its markers reached.
-            if input.oldestDropper != nil { input.skipOldest() }
             while let marker = input.takeReachedMarker() {
                 if case .endOfStream = marker.event { ports.setEnded(port) }
                 node.receive(marker, on: port, &io)
