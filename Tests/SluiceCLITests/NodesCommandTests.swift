@@ -13,7 +13,7 @@ struct NodesCommandTests {
         ("aligner", "processor", []),
         ("resampler", "processor", ["quality", "rate"]),
         ("crossfader", "processor", ["duration"]),
-        ("fader", "processor", ["length", "gain", "ramp"]),
+        ("fader", "processor", ["length", "gain", "ramp", "fade-in", "fade-out"]),
         ("meter", "processor", ["interval", "loudness", "true-peak"]),
         ("mixer", "processor", Self.mixerParameters),
         ("channel-map", "processor", ["channels", "routing", "gain", "pan"]),
@@ -86,9 +86,11 @@ struct NodesCommandTests {
             fader (processor): Fades in and out around breaks and at the end so nothing clicks, and applies a gain.
               in   in [frames]  Float32 frames
               out  out [frames]  The same format, `length` frames later
-              length: integer in 0…48000 (frames), default 256 — Fade length, and the delay the node adds to look ahead for breaks.
+              length: integer in 0…48000 (frames), default 256 — The look-ahead: the delay the node adds to see breaks coming, and the longest fade (both fades default to it).
               gain: number in 0…4, default 1, live — Linear gain on everything; 1 leaves samples outside the fades untouched.
               ramp: number in 0…10 (s), default 0.02, live — How long a gain change takes while playing, a straight line so it never clicks; live (from the next gain change).
+              fade-in: integer in 0…48000 (frames), optional, live — Fade-in length after a break, at most `length` (the default); live, from the next break.
+              fade-out: integer in 0…48000 (frames), optional, live — Fade-out length before a break, at most `length` (the default); live, from the next break.
 
             """)
     }
@@ -181,7 +183,7 @@ struct NodesCommandPluginTests {
         let inputs = try #require(fader["inputs"] as? [[String: Any]])
         #expect(inputs.first?["name"] as? String == "in" && inputs.first?["medium"] as? String == "frames")
         let parameters = try #require(fader["parameters"] as? [[String: Any]])
-        #expect(parameters.compactMap { $0["name"] as? String } == ["length", "gain", "ramp"])
+        #expect(parameters.compactMap { $0["name"] as? String } == ["length", "gain", "ramp", "fade-in", "fade-out"])
         let length = parameters[0], gain = parameters[1]
         #expect(length["type"] as? String == "integer" && length["minimum"] as? Int == 0 && length["maximum"] as? Int == 48_000)
         #expect(length["default"] as? Int == 256 && length["unit"] as? String == "frames" && length["live"] as? Bool == false)
