@@ -5,7 +5,10 @@
 ///
 /// A sentence ends at `.`, `!` or `?` (with any closing quotes or brackets) followed by
 /// whitespace, at `。`, `！` or `？`, or at a blank line. These do not end one:
-/// - abbreviations (`Dr.`, `e.g.`, `etc.`, `Jan.`) and initials (`J. R. R. Tolkien`);
+/// - abbreviations (`Dr.`, `e.g.`, `etc.`, `Jan.`; German, French, Spanish, Italian, Dutch
+///   and Portuguese ones too: `Nr.`, `usw.`, `bzw.`, `Mme.`, `Sra.`, `ecc.`, `bijv.`), initials
+///   (`J. R. R. Tolkien`), and abbreviations spelt as spaced letters (`z. B.`, `d. h.`,
+///   `u. a.`, `i. d. R.`): a lowercase letter and a dot before another letter and a dot;
 /// - decimals and versions (`3.14`, `v2.0.1`) and dotted names (`U.S.A.`, `example.com`):
 ///   no whitespace follows their dots;
 /// - ellipses (`...`, `…`), which pause a sentence rather than end it.
@@ -176,6 +179,25 @@ public struct SentenceChunker: Sendable {
                 index = end
                 continue
             }
+            // "z. B.": a lone lowercase letter and its dot, then another letter and a dot. The
+            // letters after the space decide; until they arrive, this waits.
+            if dots == 1 && isLoneLowercaseLetter(before: index) {
+                // The last letter of one ("h." of "d. h.") is inside the sentence too.
+                if spacedLetterPrecedes(index - 1) {
+                    index = end
+                    continue
+                }
+                switch spacedLetterFollows(from: end) {
+                case true?:
+                    index = end
+                    continue
+                case nil where !final:
+                    scanned = index
+                    return nil
+                default:
+                    break
+                }
+            }
             return end
         }
         scanned = pending.count
@@ -198,6 +220,31 @@ public struct SentenceChunker: Sendable {
         if word.count == 1 && word.first!.isLetter && word.first!.isUppercase { return true }
         if word.contains(".") && word.allSatisfy({ $0.isLetter || $0 == "." }) { return true }
         return Self.abbreviations.contains(word.lowercased())
+    }
+
+    /// Whether the word ending just before `dot` is one lowercase letter ("z" of "z. B.").
+    private func isLoneLowercaseLetter(before dot: Int) -> Bool {
+        guard dot >= 1, pending[dot - 1].isLetter, pending[dot - 1].isLowercase else { return false }
+        return dot == 1 || pending[dot - 2].isWhitespace || Self.openers.contains(pending[dot - 2])
+    }
+
+    /// Whether a lone letter and its dot come before the whitespace before `letter` ("d." of
+    /// "d. h.").
+    private func spacedLetterPrecedes(_ letter: Int) -> Bool {
+        var index = letter - 1
+        guard index >= 0, pending[index].isWhitespace else { return false }
+        while index >= 0, pending[index].isWhitespace { index -= 1 }
+        guard index >= 1, pending[index] == ".", pending[index - 1].isLetter else { return false }
+        return index == 1 || pending[index - 2].isWhitespace || Self.openers.contains(pending[index - 2])
+    }
+
+    /// Whether a letter and a dot come after the whitespace at `start` ("B." of "z. B."); nil
+    /// while the text so far ends before that can be told.
+    private func spacedLetterFollows(from start: Int) -> Bool? {
+        var index = start
+        while index < pending.count, pending[index].isWhitespace { index += 1 }
+        guard index + 1 < pending.count else { return nil }
+        return pending[index].isLetter && pending[index + 1] == "."
     }
 
     /// The index just past the first clause boundary (punctuation, then whitespace) that
@@ -239,11 +286,27 @@ public struct SentenceChunker: Sendable {
     static let closers: Set<Character> = ["\"", "'", "”", "’", ")", "]", "»", "」", "』"]
     static let openers: Set<Character> = ["\"", "'", "“", "‘", "(", "[", "«"]
     static let clausePunctuation: Set<Character> = [",", ";", ":", "—", "–"]
-    /// Common English abbreviations that end in a dot mid-sentence (lowercased, no dot).
+    /// Common abbreviations that end in a dot mid-sentence (lowercased, no final dot): English,
+    /// then German, French, Spanish and Portuguese, Italian and Dutch ones, leaving out those
+    /// that are also words that may end an English sentence ("abs", "sig", "rag", "gent", "p").
     static let abbreviations: Set<String> = [
         "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "approx", "no", "nos", "fig", "figs",
-        "vol", "ch", "sec", "inc", "ltd", "co", "corp", "dept", "est", "gen", "gov", "lt", "col", "sgt", "capt", "rev",
-        "ave", "blvd", "rd", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-        "mon", "tue", "wed", "thu", "fri", "sat", "sun", "cf", "al", "ca", "min", "max", "e.g", "i.e", "a.m", "p.m",
+        "vol", "ch", "sec", "inc", "ltd", "co", "corp", "dept", "est", "gen", "gov", "lt", "col", "sgt", "capt",
+        "rev", "ave", "blvd", "rd", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
+        "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun", "cf", "al", "ca", "min", "max", "e.g", "i.e", "a.m",
+        "p.m",
+        // German
+        "nr", "usw", "bzw", "ggf", "vgl", "evtl", "inkl", "exkl", "zzgl", "bspw", "sog", "hr", "fr", "frl", "str",
+        "tel", "mio", "mrd", "tsd", "jh", "chr", "geb", "gest", "ff", "z.b", "d.h", "u.a", "s.o", "s.u", "o.ä", "u.u",
+        "dez", "okt", "febr", "gmbh", "abt", "allg", "anm", "bd", "bzgl", "dgl", "entspr", "urspr",
+        // French
+        "mme", "mlle", "mm", "env", "éd", "av", "nº", "càd", "p.ex",
+        // Spanish and Portuguese
+        "sra", "srta", "sres", "dña", "ud", "uds", "vd", "vds", "núm", "pág", "págs", "aprox", "dra", "lic", "gral",
+        "exmo", "exma", "ilmo", "v.ex", "dto",
+        // Italian
+        "sigg", "dott", "avv", "ecc", "pag", "geom", "egr", "spett",
+        // Dutch
+        "dhr", "mevr", "bijv", "enz", "o.a", "m.b.t", "t.a.v", "i.p.v", "blz",
     ]
 }

@@ -6,8 +6,11 @@ import Testing
 /// arrives whole or a few characters at a time.
 @Suite struct SentenceChunkerTests {
     /// The utterances of `text` appended in pieces of `size` characters, then finished.
-    static func chunks(_ text: String, pieces size: Int, maximumLength: Int = 200) -> [SentenceChunker.Utterance] {
-        var chunker = SentenceChunker(maximumLength: maximumLength)
+    static func chunks(
+        _ text: String, pieces size: Int, maximumLength: Int = 200,
+        earlyFirstClause: Int? = SentenceChunker.defaultEarlyFirstClause
+    ) -> [SentenceChunker.Utterance] {
+        var chunker = SentenceChunker(maximumLength: maximumLength, earlyFirstClause: earlyFirstClause)
         var utterances: [SentenceChunker.Utterance] = []
         var rest = Substring(text)
         while !rest.isEmpty {
@@ -17,8 +20,11 @@ import Testing
         return utterances + chunker.finish()
     }
 
-    static func texts(_ text: String, pieces size: Int = 1_000_000, maximumLength: Int = 200) -> [String] {
-        chunks(text, pieces: size, maximumLength: maximumLength).map(\.text)
+    static func texts(
+        _ text: String, pieces size: Int = 1_000_000, maximumLength: Int = 200,
+        earlyFirstClause: Int? = SentenceChunker.defaultEarlyFirstClause
+    ) -> [String] {
+        chunks(text, pieces: size, maximumLength: maximumLength, earlyFirstClause: earlyFirstClause).map(\.text)
     }
 
     @Test("early first clause: the first sentence is released at its first clause of 24 characters or more, before its end arrives")
@@ -60,6 +66,36 @@ import Testing
     ])
     func noFalseEnds(_ sentence: String) {
         #expect(Self.texts(sentence + " Next one.") == [sentence, "Next one."])
+    }
+
+    @Test("abbreviations of other languages, and spaced ones (z. B., d. h.), do not split; a lone letter that ends a sentence still does", arguments: [
+        "Das ist z. B. ein Test mit Nr. 5 und usw. mehr.",
+        "Er kam, d. h. er war u. a. pünktlich, bzw. fast.",
+        "Mme. Dupont et M. Martin arrivent env. à midi.",
+        "La Sra. García vive en el núm. 7, pág. 3.",
+        "Il Dott. Rossi ha scritto ecc. ecc. per tutti.",
+        "Dhr. Jansen kwam bijv. te laat.",
+    ])
+    func otherLanguages(_ sentence: String) {
+        // The whole sentence, not its first clause early: what is checked is where it ends.
+        for size in [1, 2, 3, 1_000] {
+            #expect(Self.texts(sentence + " Nächster Satz.", pieces: size, earlyFirstClause: nil) == [sentence, "Nächster Satz."],
+                    "in pieces of \(size)")
+        }
+    }
+
+    @Test("a lone lowercase letter and a dot ends a sentence unless a letter and a dot follow; at the end of what has arrived it waits")
+    func loneLetters() {
+        // speech-dispatcher users' example: five utterances before, one now (an ellipsis
+        // pauses a sentence).
+        #expect(Self.texts("Das ist z. B. ein Test mit Nr. 5 und usw. …") == ["Das ist z. B. ein Test mit Nr. 5 und usw. …"])
+        #expect(Self.texts("The answer is b. Next one.") == ["The answer is b.", "Next one."])
+        var chunker = SentenceChunker(earlyFirstClause: nil)
+        #expect(chunker.append("Das gilt z. ").isEmpty, "z. might be z. B.")
+        #expect(chunker.append("B. hier. Und").map(\.text) == ["Das gilt z. B. hier."])
+        #expect(chunker.append(" plan b. ").isEmpty, "what follows b. has not arrived")
+        #expect(chunker.append("Ja.").map(\.text) == ["Und plan b."])
+        #expect(chunker.finish().map(\.text) == ["Ja."])
     }
 
     @Test("an ellipsis with ?! still ends; a blank line ends a paragraph; 。！？ need no space")
