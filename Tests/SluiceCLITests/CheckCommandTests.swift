@@ -325,6 +325,14 @@ extension CheckCommandTests {
         #expect(bytes.status == 1)
         #expect(bytes.standardError.contains("bytes.yaml:9:30: error: the link voice -> align carries bytes, which cannot be dropped without splitting a sample"),
                 "\(bytes.standardError)")
+        let fromSource = try check(
+            "name: t\nnodes:\n  beep: { type: tone, duration: 1 }\n  level: { type: meter }\n  out: { type: null.sink }\nlinks:\n"
+                + "  - { chain: beep -> level, when-full: drop-oldest }\n  - level -> out\n",
+            as: "source.yaml")
+        #expect(fromSource.status == 1 && fromSource.standardError.contains(
+            "source.yaml:7:29: error: the link beep -> level is written by source 'beep', which makes audio as fast as the link takes it"),
+                "\(fromSource.standardError)")
+        #expect(fromSource.standardError.contains("drop on a branch"), "\(fromSource.standardError)")
         let fine = try check(
             head.replacingOccurrences(of: "links:\n", with: "  fade: { type: fader, length: 0 }\nlinks:\n")
                 + "  - voice -> align -> split -> a\n  - { chain: split.out2 -> fade, capacity: 0.02, when-full: drop-oldest }\n  - fade -> b\n",

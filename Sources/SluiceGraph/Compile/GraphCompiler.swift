@@ -532,6 +532,13 @@ public struct GraphCompiler {
                 }
                 continue
             }
+            // A source on its own thread makes audio as fast as its link takes it: a link that
+            // never holds it up would have it make audio only to drop it, as fast as it can.
+            if declaration.whenFull != .block, state.nodes[link.from.node].instance is any SourceNode {
+                state.error(
+                    "the link \(hop) is written by source '\(declaration.from.node)', which makes audio as fast as the link takes it: dropping there would keep it making audio only to drop it",
+                    at: place, fix: "drop on a branch: `- \(declaration.from.node) -> split`, then `{ chain: split.out2 -> …, when-full: \(declaration.whenFull.rawValue) }`")
+            }
         }
     }
 
