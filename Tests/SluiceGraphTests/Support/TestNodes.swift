@@ -13,7 +13,12 @@ final class RampSource: SourceNode, @unchecked Sendable {
     private(set) var produced = 0
     let cancelled = Atomic<Bool>(false)
 
-    init(rate: Int = 48000, channels: Int = 1, frames: Int, pace: Double = 0, stall: ClosedRange<Double>? = nil) {
+    /// Each sample its frame's number from 1 (exact below 2^24), instead of `sample`: what a
+    /// reader heard says which frames it got, in which order.
+    let counting: Bool
+
+    init(rate: Int = 48000, channels: Int = 1, frames: Int, pace: Double = 0, stall: ClosedRange<Double>? = nil, counting: Bool = false) {
+        self.counting = counting
         self.rate = rate
         self.channels = channels
         totalFrames = frames
@@ -43,7 +48,9 @@ final class RampSource: SourceNode, @unchecked Sendable {
         let room = min(io.room(output: 0), allowed)
         let out = io.frames(output: 0)
         for frame in 0..<room {
-            for channel in 0..<channels { out[frame * channels + channel] = Self.sample(produced + frame, channel) }
+            for channel in 0..<channels {
+                out[frame * channels + channel] = counting ? Float(produced + frame + 1) : Self.sample(produced + frame, channel)
+            }
         }
         io.produce(room, output: 0)
         produced += room
