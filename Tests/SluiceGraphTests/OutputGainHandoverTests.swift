@@ -139,6 +139,34 @@ extension OutputGainHandoverTests {
         return (allocations, output[255])
     }
 
+    @Test("the peak a level meter reads is of what is heard: after the handed-over gain")
+    func peakAfterTheGain() throws {
+        let (writer, playhead, _) = makeSinkEdge(
+            rate: Self.rate, channels: 1, capacityFrames: 4_800, fadeFrames: 240, watermarkFrames: 256,
+            eventCapacity: 256, workerWake: nil)
+        let fader = FaderNode(length: 0, gain: 0.5, ramp: 0)
+        try fader.prepare(PrepareContext(
+            inputFormats: [.frames(rate: Self.rate, channels: 1)], outputFormats: [.frames(rate: Self.rate, channels: 1)],
+            maximumUnits: 4_096, blockFrames: 256))
+        let queue = ParameterQueue(wake: nil)
+        playhead.outputGains = PlayheadGains(channels: 1, nodes: [("vol", queue, fader.handOverOutputGains(sampleRate: Self.rate))])
+        playhead.meterPeaks(true)
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: 256)
+        defer { output.deallocate() }
+        func period() -> Float {
+            let region = writer.writableRegion()
+            region.base!.assumingMemoryBound(to: Float.self).update(repeating: 0.8, count: 256)
+            writer.commit(256)
+            playhead.render(into: output, frames: 256)
+            return playhead.takePeak()
+        }
+        _ = period()
+        #expect(period() == 0.4)
+        _ = queue.send(parameter: FaderNode.gainParameter, value: 0)
+        _ = period()
+        #expect(period() == 0)
+    }
+
     @Test("handed-over ramps are counted in the sink's frames, not the node's (a resampler may lie between)")
     func rampsInTheSinksFrames() throws {
         let fader = FaderNode(length: 0, gain: 1, ramp: 0.01)

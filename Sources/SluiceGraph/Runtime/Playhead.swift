@@ -27,6 +27,8 @@ public final class Playhead: @unchecked Sendable {
     private let metering = Atomic<Bool>(false)
     // SAFETY: `outputGains`, unretained, for `render`; set with it, which keeps it alive.
     private var outputGainsRef: Unmanaged<PlayheadGains>?
+    /// With output gains, `render` measures the peak after applying them, not `countPlayed`.
+    private var peakAfterGains = false
     // Device-thread state.
     /// A pause has begun (faded out) and playback holds.
     private var holding = false
@@ -106,7 +108,10 @@ public final class Playhead: @unchecked Sendable {
     /// The output gains of the nodes before this sink's buffer, applied to what it plays
     /// (`PlayheadGains`); nil when none are handed over. Set before the graph runs.
     var outputGains: PlayheadGains? {
-        didSet { outputGainsRef = outputGains.map { .passUnretained($0) } }
+        didSet {
+            outputGainsRef = outputGains.map { .passUnretained($0) }
+            peakAfterGains = outputGains != nil
+        }
     }
     /// Markers the playhead holds while it waits to reach their positions.
     static let heldMarkerCapacity = 256
@@ -278,6 +283,8 @@ public final class Playhead: @unchecked Sendable {
         let streamFrame = streamFramesValue.load(ordering: .relaxed)
         let finished = renderStream(into: output, frames: frames)
         gainsRef._withUnsafeGuaranteedRef { $0.apply(to: output, frames: frames, streamFrame: streamFrame) }
+        // The peak of what is heard: after the gains.
+        if _slowPath(metering.load(ordering: .relaxed)) { notePeak(of: output, count: frames * channels) }
         return finished
     }
 
@@ -431,7 +438,7 @@ public final class Playhead: @unchecked Sendable {
     /// [audio-thread] Counts `frames` frames of `output` as played, measuring their peak while
     /// a meter reads it.
     private func countPlayed(_ output: UnsafeMutablePointer<Float>, frames: Int) {
-        if _slowPath(metering.load(ordering: .relaxed)) { notePeak(of: output, count: frames * channels) }
+        if _slowPath(metering.load(ordering: .relaxed)) && !peakAfterGains { notePeak(of: output, count: frames * channels) }
         streamFramesValue.store(streamFramesValue.load(ordering: .relaxed) + frames, ordering: .releasing)
     }
 
@@ -606,7 +613,7 @@ public final class Playhead: @unchecked Sendable {
     private func take(_ frames: Int, into output: UnsafeMutablePointer<Float>) -> Int {
         guard frames > 0 else { return 0 }
         let copied = audio.pop(into: UnsafeMutableBufferPointer(start: output, count: frames * channels)) / channels
-        if metering.load(ordering: .relaxed) { notePeak(of: output, count: copied * channels) }
+        if _slowPath(metering.load(ordering: .relaxed)) && !peakAfterGains { notePeak(of: output, count: copied * channels) }
         let start = streamFramesValue.load(ordering: .relaxed)
         let end = start + copied
         streamFramesValue.store(end, ordering: .releasing)
