@@ -10,32 +10,23 @@ extension LV2World {
     func save(instance: LV2Instance, controls: [String: Float], into folder: String) throws(NodeStateError) {
         var values = PortValues(controls)
         defer { values.free() }
-        let features: [LV2_Feature] = [
-            LV2_Feature(URI: LV2FeatureURIs.map, data: UnsafeMutableRawPointer(URIDTable.mapFeature)),
-            LV2_Feature(URI: LV2FeatureURIs.unmap, data: UnsafeMutableRawPointer(URIDTable.unmapFeature)),
-            LV2_Feature(URI: LV2FeatureURIs.log, data: UnsafeMutableRawPointer(instance.log.feature)),
-        ]
-        let status: Int32? = features.withUnsafeBufferPointer { features in
-            var array: [UnsafePointer<LV2_Feature>?] = (0..<features.count).map { features.baseAddress! + $0 }
-            array.append(nil)
-            return array.withUnsafeBufferPointer { array in
-                withUnsafeMutablePointer(to: &values) { values in
-                    with { world -> Int32? in
-                        let state = lilv_state_new_from_instance(
-                            instance.plugin.lilv, instance.lilvInstance, URIDTable.mapFeature,
-                            nil, folder, folder, folder,
-                            { symbol, context, size, type in
-                                // SAFETY: `context` is `values`, alive for the call; the value
-                                // it points at lives as long as `values`.
-                                guard let symbol, let context, let size, let type else { return nil }
-                                return context.assumingMemoryBound(to: PortValues.self).pointee
-                                    .value(String(cString: symbol), size: size, type: type)
-                            },
-                            values, UInt32(LV2_STATE_IS_POD.rawValue | LV2_STATE_IS_PORTABLE.rawValue), array.baseAddress)
-                        guard let state else { return nil }
-                        defer { lilv_state_free(state) }
-                        return lilv_state_save(world, URIDTable.mapFeature, URIDTable.unmapFeature, state, nil, folder, "state.ttl")
-                    }
+        let status: Int32? = Self.withStateFeatures(of: instance, scheduling: false) { features in
+            withUnsafeMutablePointer(to: &values) { values in
+                with { world -> Int32? in
+                    let state = lilv_state_new_from_instance(
+                        instance.plugin.lilv, instance.lilvInstance, URIDTable.mapFeature,
+                        nil, folder, folder, folder,
+                        { symbol, context, size, type in
+                            // SAFETY: `context` is `values`, alive for the call; the value
+                            // it points at lives as long as `values`.
+                            guard let symbol, let context, let size, let type else { return nil }
+                            return context.assumingMemoryBound(to: PortValues.self).pointee
+                                .value(String(cString: symbol), size: size, type: type)
+                        },
+                        values, UInt32(LV2_STATE_IS_POD.rawValue | LV2_STATE_IS_PORTABLE.rawValue), features)
+                    guard let state else { return nil }
+                    defer { lilv_state_free(state) }
+                    return lilv_state_save(world, URIDTable.mapFeature, URIDTable.unmapFeature, state, nil, folder, "state.ttl")
                 }
             }
         }

@@ -270,28 +270,42 @@ extension LV2World {
     func restore(_ state: OpaquePointer, into instance: LV2Instance, setControl: (String, Float) -> Void) {
         withoutActuallyEscaping(setControl) { setControl in
             var receiver = PortValueReceiver(set: setControl)
-            let features: [LV2_Feature] = [
-                LV2_Feature(URI: LV2FeatureURIs.map, data: UnsafeMutableRawPointer(URIDTable.mapFeature)),
-                LV2_Feature(URI: LV2FeatureURIs.unmap, data: UnsafeMutableRawPointer(URIDTable.unmapFeature)),
-                LV2_Feature(URI: LV2FeatureURIs.schedule, data: UnsafeMutableRawPointer(instance.worker.immediateSchedule)),
-                LV2_Feature(URI: LV2FeatureURIs.log, data: UnsafeMutableRawPointer(instance.log.feature)),
-            ]
-            features.withUnsafeBufferPointer { features in
-                var array: [UnsafePointer<LV2_Feature>?] = (0..<features.count).map { features.baseAddress! + $0 }
-                array.append(nil)
+            // Work the plugin schedules while restoring is done at once.
+            Self.withStateFeatures(of: instance, scheduling: true) { features in
                 withUnsafeMutablePointer(to: &receiver) { receiver in
-                    array.withUnsafeBufferPointer { array in
-                        with { _ in
-                            lilv_state_restore(state, instance.lilvInstance, { symbol, context, value, size, type in
-                                // SAFETY: `context` is the receiver, alive for the restore.
-                                guard let symbol, let context, let value else { return }
-                                context.assumingMemoryBound(to: PortValueReceiver.self).pointee
-                                    .receive(String(cString: symbol), value, size: Int(size), type: type)
-                            }, receiver, 0, array.baseAddress)
-                        }
+                    with { _ in
+                        lilv_state_restore(state, instance.lilvInstance, { symbol, context, value, size, type in
+                            // SAFETY: `context` is the receiver, alive for the restore.
+                            guard let symbol, let context, let value else { return }
+                            context.assumingMemoryBound(to: PortValueReceiver.self).pointee
+                                .receive(String(cString: symbol), value, size: Int(size), type: type)
+                        }, receiver, 0, features)
                     }
                 }
             }
+        }
+    }
+
+    /// Calls `body` with the features lilv's state functions hand a plugin, as a NULL-ended
+    /// array: URID map and unmap, the log, and with `scheduling` the worker's schedule (done
+    /// at once: restore runs the work itself; save has no worker to offer).
+    static func withStateFeatures<R>(
+        of instance: LV2Instance, scheduling: Bool, _ body: (UnsafePointer<UnsafePointer<LV2_Feature>?>) -> R
+    ) -> R {
+        var features: [LV2_Feature] = [
+            LV2_Feature(URI: LV2FeatureURIs.map, data: UnsafeMutableRawPointer(URIDTable.mapFeature)),
+            LV2_Feature(URI: LV2FeatureURIs.unmap, data: UnsafeMutableRawPointer(URIDTable.unmapFeature)),
+            LV2_Feature(URI: LV2FeatureURIs.log, data: UnsafeMutableRawPointer(instance.log.feature)),
+        ]
+        if scheduling {
+            features.append(LV2_Feature(URI: LV2FeatureURIs.schedule, data: UnsafeMutableRawPointer(instance.worker.immediateSchedule)))
+        }
+        // SAFETY: the array of pointers into `features` lives inside `features`' buffer
+        // closure, and `body` uses it only for the call it makes.
+        return features.withUnsafeBufferPointer { features in
+            var array: [UnsafePointer<LV2_Feature>?] = (0..<features.count).map { features.baseAddress! + $0 }
+            array.append(nil)
+            return array.withUnsafeBufferPointer { body($0.baseAddress!) }
         }
     }
 }

@@ -25,6 +25,18 @@ final class GraphRuntime: @unchecked Sendable {
     let workerWake: WakeSignal?
     private var lastDrySpells: [Int]
 
+    /// The sizes of an inner edge (not into a sink), in units: `minimum`, at least four periods,
+    /// and for an edge the cycle writes two of the largest (its reader runs in the same period,
+    /// or for the worker soon after); `keep`, what it keeps (its `capacity`, or `defaultKeep`);
+    /// `defaultKeep`, the inner edges' default (`innerEdgeSeconds`, at least `minimum`).
+    static func innerEdgeSizes(_ edge: CompiledEdge, blockFrames: Int, writtenInCycle: Bool) -> (minimum: Int, keep: Int, defaultKeep: Int) {
+        let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
+        let minimum = max(4 * blockFrames * unitsPerFrame, writtenInCycle ? 2 * GraphCycle.maximumFrames * unitsPerFrame : 0)
+        let defaultKeep = max(minimum, Int(innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
+        let keep = edge.capacity.map { $0.frames(at: edge.format.sampleRate) * unitsPerFrame } ?? defaultKeep
+        return (minimum, keep, defaultKeep)
+    }
+
     /// Room of an edge between two nodes, in seconds of audio: enough for several blocks,
     /// small enough that latency and memory stay low.
     static let innerEdgeSeconds = 0.1
@@ -87,10 +99,9 @@ final class GraphRuntime: @unchecked Sendable {
         // default, or a link's `capacity`). A dropping link has room for that beyond what it
         // keeps, so a reader that keeps up loses nothing to the worker's batches.
         let largestStep = graph.edges.map { edge -> Int in
-            let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
-            let inner = max(4 * settings.blockFrames * unitsPerFrame, Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
             guard !(graph.nodes[edge.toNode].instance is any SinkNode) else { return 0 }
-            return max(inner, edge.capacity.map { $0.frames(at: edge.format.sampleRate) * unitsPerFrame } ?? 0)
+            let sizes = Self.innerEdgeSizes(edge, blockFrames: settings.blockFrames, writtenInCycle: inCycle[edge.fromNode])
+            return max(sizes.keep, sizes.defaultKeep)
         }.max() ?? 0
         for edge in graph.edges {
             let target = graph.nodes[edge.toNode]
@@ -136,14 +147,7 @@ final class GraphRuntime: @unchecked Sendable {
                     controller: controller, fedInCycle: fedInCycle))
                 sinkNodeIndices.append(edge.toNode)
             } else if link == nil {
-                let unitsPerFrame = edge.format.unitsPerSecond / max(1, edge.format.sampleRate)
-                // An edge holds at least four periods, and one the cycle writes two of the
-                // largest: its reader runs in the same period (or, for the worker, soon after).
-                let minimum = max(4 * settings.blockFrames * unitsPerFrame,
-                                  inCycle[edge.fromNode] ? 2 * GraphCycle.maximumFrames * unitsPerFrame : 0)
-                // What the link keeps: its `capacity`, or the inner edges' default.
-                let keep = edge.capacity.map { $0.frames(at: edge.format.sampleRate) * unitsPerFrame }
-                    ?? max(minimum, Int(Self.innerEdgeSeconds * Double(edge.format.unitsPerSecond)))
+                let (minimum, keep, _) = Self.innerEdgeSizes(edge, blockFrames: settings.blockFrames, writtenInCycle: inCycle[edge.fromNode])
                 // A dropping edge has room for a writer's step beyond what it keeps (the worker
                 // moves audio in batches); a `drop-oldest` reader trims back to `keep` after
                 // each of its steps. Offline nothing is late (every branch runs to its end):
