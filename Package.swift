@@ -133,6 +133,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // `/metrics` of `sluice serve --http`, in Prometheus' text format.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // MARK: System-library shims
@@ -205,6 +207,21 @@ let package = Package(
         .target(name: "SluiceControlProtocol", dependencies: ["SluiceAudio", "SluiceGraph", "CLiblo"]),
         .target(name: "SluiceControl", dependencies: ["SluiceControlProtocol", "SluiceAudio", "SluiceGraph", "SluiceSpeech", "CLiblo"]),
 
+        // A served graph in a browser (`serve --http`): the page, the graph's shape, commands and
+        // events over a WebSocket, `/metrics`; SwiftNIO's HTTP server, no parsing of our own.
+        .target(
+            name: "SluiceWeb",
+            dependencies: [
+                "SluiceControl", "SluiceGraph",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            resources: [.embedInCode("Page/index.html"), .embedInCode("Page/sluice.js"), .embedInCode("Page/sluice.css")]
+        ),
+
         // speech-dispatcher's side: SSML to text, its settings to the graph's parameters.
         .target(name: "SluiceSpeechd"),
         .executableTarget(name: "sd_sluice", dependencies: ["SluiceControl", "SluiceSpeechd"]),
@@ -260,6 +277,7 @@ let package = Package(
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK",
                 "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluiceSpeechd", "SluicePluginABI", "SluiceLADSPA",
+                "SluiceWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -314,6 +332,7 @@ let package = Package(
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
+        .testTarget(name: "SluiceWebTests", dependencies: ["SluiceWeb"]),
         .testTarget(name: "SluiceTestKitTests", dependencies: ["SluiceTestKit", "SluiceGraph", "SluiceNodes", "SluiceAudio"]),
         .testTarget(name: "SluiceHostTests", dependencies: ["SluiceHost", "SluiceGraph", "SluiceTestSupport"]),
         .testTarget(

@@ -28,6 +28,8 @@ public final class ServedGraph: Sendable {
     private let xruns: @Sendable () -> Int
     /// The connections that watch, and what they are sent.
     public let events = EventStream()
+    /// What was asked and how it went, for `/metrics`.
+    public let counters = ServedCounters()
     /// The descriptors of the text-driven nodes, for `configure`.
     private let speakerDescriptors: [String: NodeDescriptor]
     /// The devices whose ports `connect` and `disconnect` join.
@@ -48,7 +50,7 @@ public final class ServedGraph: Sendable {
     private let readGraph: (@Sendable () -> Result<CompiledGraph, ControlError>)?
     /// The graph as it runs, and the values of its live parameters set since it started.
     private let running: CompiledGraph
-    private let liveValues = Mutex<[String: [String: ParameterValue]]>([:])
+    private let liveValuesSet = Mutex<[String: [String: ParameterValue]]>([:])
     /// A reload under way: a second one at the same time is refused, not queued behind it.
     private let reloading = Atomic<Bool>(false)
 
@@ -100,13 +102,15 @@ public final class ServedGraph: Sendable {
     private func followRun() {
         let speaker = speakerNames.count == 1 ? speakerNames[0] : nil
         let watch = Watch(run: run, events: events, xruns: xruns, meters: meters, reporters: reporters, unacknowledged: unacknowledged)
-        run.eventObserver = { [spoken, events] event in
+        run.eventObserver = { [spoken, events, counters] event in
             if let speaker, event.kind == .marker, let marker = event.marker {
                 let text = spoken.withLock { $0[speaker]?.record(marker) }
                 switch marker.event {
                 case .utteranceStart(let id):
+                    counters.utteranceStarted(Int(id.rawValue))
                     events.emit("utterance-started", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
                 case .utteranceEnd(let id):
+                    counters.utteranceEnded()
                     events.emit("utterance-ended", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
                 case .word(let span):
                     if let text { events.emit("word", ["node": speaker, "utterance": Int(span.utterance.rawValue), "text": text]) }
@@ -225,6 +229,36 @@ public final class ServedGraph: Sendable {
         return fields
     }
 
+    /// `status`'s fields: the graph, its state and position, what its sinks hold, underruns,
+    /// xruns, whether it is paused (not counted as a request: `/metrics` reads it).
+    public var status: [String: any Sendable] {
+        let status = run.status
+        var fields: [String: any Sendable] = [
+            "graph": graphName, "state": "\(status.state)", "position": status.position,
+            "bufferedSeconds": status.bufferedSeconds,
+            "underruns": run.playheads.map(\.underruns).reduce(0, +),
+            "xruns": xruns(),
+            "paused": run.isPaused,
+        ]
+        fields.merge(extraStatus()) { _, new in new }
+        return fields
+    }
+
+    /// Frames each dropping link has let go so far, by link.
+    public var linkDrops: [String: Int] {
+        Dictionary(run.linkDrops.map { ($0.link, $0.frames) }, uniquingKeysWith: { $1 })
+    }
+
+    /// The graph as it runs.
+    public var graph: CompiledGraph { running }
+
+    /// The live parameters set since the graph started (by `set` or a reload), by node and
+    /// parameter; the others hold the graph file's values.
+    public var liveValues: [String: [String: ParameterValue]] { liveValuesSet.withLock { $0 } }
+
+    /// The graph's name.
+    public var name: String { graphName }
+
     /// True once a client asked to quit.
     public var isQuitting: Bool { quitting.load(ordering: .acquiring) }
 
@@ -235,6 +269,15 @@ public final class ServedGraph: Sendable {
     /// its own frame, which may be hours away, and the OSC port, one thread for every sender,
     /// never waits (a sender of timed or blocked changes would hold up all the others).
     public func handle(_ request: ControlRequest, waitForPeriod: Bool = true) -> Result<[String: any Sendable], ControlError> {
+        let outcome = carryOut(request, waitForPeriod: waitForPeriod)
+        switch outcome {
+        case .success: counters.count(request.name, result: "ok")
+        case .failure(let error): counters.count(request.name, result: error.code)
+        }
+        return outcome
+    }
+
+    private func carryOut(_ request: ControlRequest, waitForPeriod: Bool) -> Result<[String: any Sendable], ControlError> {
         switch request {
         case .set(let node, let parameter, let value, let at):
             do {
@@ -257,7 +300,7 @@ public final class ServedGraph: Sendable {
                 } else {
                     unacknowledged.withLock { $0.append(applied) }
                 }
-                liveValues.withLock { $0[node, default: [:]][parameter] = .number(value) }
+                liveValuesSet.withLock { $0[node, default: [:]][parameter] = .number(value) }
                 return .success(fields)
             } catch {
                 return .failure(ControlError(code: error.code, message: error.description))
@@ -270,16 +313,7 @@ public final class ServedGraph: Sendable {
         case .cancel:
             return cancel()
         case .status:
-            let status = run.status
-            var fields: [String: any Sendable] = [
-                "graph": graphName, "state": "\(status.state)", "position": status.position,
-                "bufferedSeconds": status.bufferedSeconds,
-                "underruns": run.playheads.map(\.underruns).reduce(0, +),
-                "xruns": xruns(),
-                "paused": run.isPaused,
-            ]
-            fields.merge(extraStatus()) { _, new in new }
-            return .success(fields)
+            return .success(status)
         case .parameters:
             var nodes: [String: any Sendable] = [:]
             for (node, parameters) in run.parameters.liveParameters {
@@ -388,7 +422,7 @@ public final class ServedGraph: Sendable {
             events.emit("reload-refused", ["code": error.code, "message": error.message])
             return .failure(error)
         }
-        let current = liveValues.withLock { $0 }
+        let current = liveValuesSet.withLock { $0 }
         let changes: [GraphReload.Change]
         switch GraphReload.changes(from: running, current: current, to: file, speakers: Set(speakerNames)) {
         case .success(let found): changes = found
@@ -400,7 +434,7 @@ public final class ServedGraph: Sendable {
         for change in changes {
             do {
                 let done = try run.parameters.set(node: change.node, parameter: change.parameter, value: change.value, timeout: waitForPeriod ? 1 : 0)
-                liveValues.withLock { $0[change.node, default: [:]][change.parameter] = change.value }
+                liveValuesSet.withLock { $0[change.node, default: [:]][change.parameter] = change.value }
                 var fields: [String: any Sendable] = ["node": change.node, "parameter": change.parameter, "value": done.value]
                 if let frame = done.frame {
                     fields.merge(Self.heardFields(node: change.node, parameter: change.parameter, frame: frame, in: run.parameters)) { $1 }
@@ -448,6 +482,7 @@ public final class ServedGraph: Sendable {
             defer { spoken[name] = ledger }
             return ledger.give(text, more: more, to: source)
         }
+        if given.count > 0 { counters.spoke(firstUtterance: given.first) }
         // `first` and `count`: the ids of the utterances this text became (events name them);
         // `pending`: characters of an unfinished sentence waiting for the next piece.
         return .success([
@@ -534,7 +569,10 @@ public final class ServedGraph: Sendable {
             if let partialWord = cut.partialWord { fields["partial-word"] = partialWord }
             return .success(fields)
         }
-        if case .success(let fields) = outcome { events.emit("cancelled", fields) }
+        if case .success(let fields) = outcome {
+            counters.cancelled()
+            events.emit("cancelled", fields)
+        }
         return outcome
     }
 }

@@ -438,6 +438,16 @@ final class JackCycleEngine: @unchecked Sendable {
     var outputLatencyFrames: Int { outputLatencyValue.load(ordering: .relaxed) }
 
     /// [control-thread] The latest callback durations, in nanoseconds.
+    /// The durations recorded after the first `seen` (as many as are still kept); returns
+    /// how many have been recorded in all, the `seen` of the next call.
+    func durations(after seen: Int, into values: inout [UInt32]) -> Int {
+        let count = durationCount.load(ordering: .acquiring)
+        for index in max(seen, count - Self.durationCapacity)..<max(seen, count) {
+            values.append(durations[index & (Self.durationCapacity - 1)])
+        }
+        return count
+    }
+
     func takeDurations(into values: inout [UInt32]) {
         let count = durationCount.load(ordering: .acquiring)
         for index in max(0, count - Self.durationCapacity)..<count {

@@ -455,7 +455,16 @@ public final class JackDevice: GraphDevice, @unchecked Sendable {
     /// Periods larger than the cycle handles, played as silence.
     public var oversizedPeriods: Int { engine?.oversizedPeriods.load(ordering: .relaxed) ?? 0 }
 
-    /// [control-thread] Callback durations since the last call, in nanoseconds.
+    /// [control-thread] The callback durations recorded after the first `seen` (nanoseconds;
+    /// the latest 65 536 at most), and how many have been recorded in all: the next call's
+    /// `seen`.
+    public func callbackDurations(after seen: Int) -> (durations: [UInt32], seen: Int) {
+        var values: [UInt32] = []
+        let count = engine?.durations(after: seen, into: &values) ?? seen
+        return (values, count)
+    }
+
+    /// [control-thread] The latest callback durations (up to 65 536), in nanoseconds.
     public func takeCallbackDurations() -> [UInt32] {
         var values: [UInt32] = []
         engine?.takeDurations(into: &values)

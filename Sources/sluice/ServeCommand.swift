@@ -3,6 +3,8 @@ import Foundation
 import SluiceControl
 import SluiceGraph
 import SluiceJACK
+import SluiceWeb
+import Synchronization
 
 struct ServeCommand: ParsableCommand, LoggingCommand {
     static let configuration = CommandConfiguration(
@@ -12,7 +14,8 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
             Commands come from any number of clients at once: `sluice ctl` or any program over \
             the JSON-lines socket ($XDG_RUNTIME_DIR/sluice/GRAPH.sock, mode 0600), and OSC tools \
             over UDP with --osc-port (on 127.0.0.1, where any local user can send to it; on \
-            another address only with --osc-secret-file). Set a live \
+            another address only with --osc-secret-file), and a browser with --http (a page that \
+            shows and steers the graph, and /metrics; docs/web.md). Set a live \
             parameter, speak text through the graph's provider, pause and resume, ask for status, quit. A refused \
             command is answered with an error and the graph plays on. See docs/control.md.
 
@@ -44,8 +47,22 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
     var oscSecretFile: String?
 
     @Option(
+        name: .customLong("http"),
+        help: ArgumentHelp(
+            "Also serve a page that shows and steers the graph, and /metrics for Prometheus, at [ADDRESS:]PORT (127.0.0.1 unless given; port 0: any free port, printed). Any address but loopback needs --http-token-file.",
+            valueName: "[address:]port"))
+    var http: String?
+
+    @Option(
+        name: .customLong("http-token-file"), help: ArgumentHelp(
+            "A file (yours, not readable by others) whose first line every HTTP request must carry (Authorization: Bearer, or ?token= in the address).",
+            valueName: "file"),
+        completion: .file())
+    var httpTokenFile: String?
+
+    @Option(
         name: .customLong("idle-timeout"),
-        help: ArgumentHelp("Close a control connection that does not watch and sends nothing for this long (0.1…3600 s).", valueName: "seconds"))
+        help: ArgumentHelp("Close a control connection that does not watch, or an HTTP connection that is no WebSocket, when it sends nothing for this long (0.1…3600 s).", valueName: "seconds"))
     var idleTimeout = ControlSocketServer.defaultIdleLimit
 
     @Option(name: .long, help: "The JACK server for jack.sink nodes that name none (default: $JACK_DEFAULT_SERVER, then \"default\").")
@@ -68,9 +85,31 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
         if let oscPort, !(0...65_535).contains(oscPort) {
             throw ValidationError("--osc-port takes 0…65535, not \(oscPort)")
         }
+        if let http { _ = try Self.httpAddress(http) }
+        if httpTokenFile != nil && http == nil { throw ValidationError("--http-token-file needs --http") }
         if watch && !FileManager.default.fileExists(atPath: graph) {
             throw ValidationError("--watch needs a graph file; '\(graph)' is not one")
         }
+    }
+
+    /// `--http`'s address and port: `PORT`, `ADDRESS:PORT` or `[IPV6]:PORT`.
+    static func httpAddress(_ given: String) throws(ValidationError) -> (host: String, port: Int) {
+        var host = "127.0.0.1"
+        var portText = Substring(given)
+        if given.hasPrefix("["), let close = given.firstIndex(of: "]") {
+            host = String(given[given.index(after: given.startIndex)..<close])
+            portText = given[given.index(after: close)...].dropFirst()
+            guard given[given.index(after: close)...].first == ":" else {
+                throw ValidationError("--http takes [address:]port, like 8080 or 127.0.0.1:8080 or [::1]:8080; not '\(given)'")
+            }
+        } else if let colon = given.lastIndex(of: ":") {
+            host = String(given[..<colon])
+            portText = given[given.index(after: colon)...]
+        }
+        guard !host.isEmpty, portText.count <= 5, let port = Int(portText), (0...65_535).contains(port) else {
+            throw ValidationError("--http takes [address:]port with a port in 0…65535, like 8080 or 127.0.0.1:8080; not '\(given)'")
+        }
+        return (host, port)
     }
 
     func run() throws {
@@ -119,10 +158,34 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
                 if let osc { served.events.add(osc.subscriptions) }
             }
             defer { osc?.stop() }
+            var web: WebServer?
+            if let http {
+                let (host, port) = try Self.httpAddress(http)
+                let token = try httpTokenFile.map { file throws(ControlError) in try SecretFile.read(file) }
+                // Per device, the callbacks already counted.
+                let seen = Mutex([Int](repeating: 0, count: devices.count))
+                let metrics = ServedMetrics(
+                    counters: served.counters,
+                    sources: .init(
+                        status: { served.status },
+                        callbackDurations: {
+                            seen.withLock { seen in
+                                devices.indices.flatMap { index in
+                                    let (durations, count) = devices[index].callbackDurations(after: seen[index])
+                                    seen[index] = count
+                                    return durations
+                                }
+                            }
+                        },
+                        linkDrops: { served.linkDrops }))
+                web = try WebServer(host: host, port: port, token: token, idleLimit: idleTimeout, served: served, metrics: metrics)
+            }
+            defer { web?.stop() }
 
             try live.start()
             var ready = "serving '\(compiled.description.name)': control socket \(socket.path)"
             if let osc { ready += ", OSC udp://\(osc.host):\(osc.port)" }
+            if let web { ready += ", page http://\(web.host.contains(":") ? "[\(web.host)]" : web.host):\(web.port)/" }
             printError(ready)
             report = try live.wait()
         } catch let error as ControlError {

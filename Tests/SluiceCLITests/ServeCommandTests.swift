@@ -76,6 +76,7 @@ import Testing
     /// scheduling costs the recording a period; the whole suite in parallel makes them
     /// common) and is tried again; one that differs without an xrun fails at once.
     func withoutXruns(_ attempt: (Int) throws -> (problems: [String], xruns: Int)) throws {
+        var last: [String] = []
         for number in 1...5 {
             let outcome = try attempt(number)
             if outcome.problems.isEmpty { return }
@@ -83,8 +84,9 @@ import Testing
                 for problem in outcome.problems { Issue.record(Comment(rawValue: problem)) }
                 return
             }
+            last = outcome.problems
         }
-        Issue.record("xruns spoiled all 5 attempts; is the machine overloaded?")
+        Issue.record("xruns spoiled all 5 attempts; is the machine overloaded? The last one's problems: \(last)")
     }
 
     /// A tone served into a recorder of its own, playing: what the recording tests start from.

@@ -1,0 +1,233 @@
+import Foundation
+import JackTestSupport
+import SluiceTestSupport
+import Testing
+
+/// `sluice serve --http` against a real JACK server: the page and its API as a browser and
+/// a scraper use them, commands over the WebSocket heard in a JACK recording, `/metrics` read
+/// by Prometheus' own parser (Python's prometheus_client), and hostile parties: another
+/// site's page, a rebinding Host, a page that stops reading.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct WebSurfaceTests {
+    private let serve = ServeCommandTests()
+
+    /// `http://127.0.0.1:PORT` from serve's ready line.
+    func pageAddress(_ ready: String) throws -> (address: String, port: Int) {
+        let range = try #require(ready.range(of: #"http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression), "no page in: \(ready)")
+        let address = String(ready[range])
+        return (address, try #require(Int(address.split(separator: ":").last!)))
+    }
+
+    @Test("the page's API, a set over the WebSocket heard from the frame its reply states, /metrics counting it")
+    func pageAndWebSocket() throws {
+        try serve.withoutXruns { attempt in try steerOverWebSocket(attempt: attempt) }
+    }
+
+    private func steerOverWebSocket(attempt: Int) throws -> (problems: [String], xruns: Int) {
+        let (recorder, served, ready) = try serve.servedTone("web", attempt: attempt, extra: ["--http", "0"])
+        defer { recorder.stop() }
+        let (_, port) = try pageAddress(ready)
+
+        // The graph as the page draws it: the file's nodes and links.
+        let graph = try RawHTTP.get("/api/graph", port: port)
+        #expect(graph.status == 200)
+        let shape = try #require(try JSONSerialization.jsonObject(with: Data(graph.body.utf8)) as? [String: Any])
+        let nodes = (shape["nodes"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(nodes == ["tone", "level", "out"])
+        let links = (shape["links"] as? [[String: Any]] ?? []).map { "\($0["from"] ?? "")->\($0["to"] ?? "")" }
+        #expect(links == ["tone->level", "level->out"])
+        let level = (shape["nodes"] as? [[String: Any]])?.first { $0["name"] as? String == "level" }
+        let gain = (level?["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "gain" }
+        #expect(gain?["value"] as? Double == 1 && gain?["maximum"] != nil, "\(String(describing: gain))")
+        let page = try RawHTTP.get("/", port: port)
+        #expect(page.status == 200 && page.body.contains("<script src=\"sluice.js\""))
+        #expect(page.headers["x-frame-options"] == "DENY")
+
+        let socket = try RawWebSocket(port: port)
+        let hello = try #require(socket.receive(timeout: 5))
+        #expect(hello.contains(#""event":"hello""#), "\(hello)")
+        let refused = try socket.request(#"{"command":"set","node":"nope","parameter":"gain","value":0.5,"id":1}"#)
+        #expect((refused["error"] as? [String: Any])?["code"] as? String == "unknown-node" && refused["id"] as? Int == 1, "\(refused)")
+        let notJSON = try socket.request("set gain please")
+        #expect((notJSON["error"] as? [String: Any])?["code"] as? String == "bad-json", "\(notJSON)")
+        let set = try socket.request(#"{"command":"set","node":"level","parameter":"gain","value":0.25,"id":"g"}"#)
+        #expect(set["ok"] as? Bool == true && set["id"] as? String == "g", "\(set)")
+        let frame = try #require(set["frame"] as? Int, "no frame in \(set)")
+
+        // Prometheus' own parser reads /metrics; the counters are the requests just made.
+        let metrics = try RawHTTP.get("/metrics", port: port)
+        #expect(metrics.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let parsed = try PrometheusText.parse(metrics.body)
+        #expect(parsed[#"sluice_control_requests_total{command="set",result="ok"}"#] == 1, "\(parsed)")
+        #expect(parsed[#"sluice_control_requests_total{command="set",result="unknown-node"}"#] == 1)
+        #expect((parsed["sluice_callback_seconds_count"] ?? 0) > 0)
+        let status = try serve.withStatus(served)
+        #expect(parsed["sluice_underruns_total"] == Double(status["underruns"] as? Int ?? -1))
+        #expect((parsed["sluice_xruns_total"] ?? .infinity) <= Double(status["xruns"] as? Int ?? -1))
+
+        usleep(UInt32(((status["bufferedSeconds"] as? Double ?? 0.5) + 0.6) * 1e6))
+        _ = try served.ctl(["quit"])
+        #expect(served.wait() == 0)
+        recorder.stop()
+        let samples = recorder.samples(channel: 0)
+        let first = try #require(samples.firstIndex { $0 != 0 }) - 1
+        guard samples.count - first > frame + 480 + ServeCommandTests.rate / 10 else {
+            return (["the recording ends before the change"], recorder.xruns)
+        }
+        return (serve.levelProblems(samples, first: first, at: frame, from: 1, to: 0.25, rampFrames: 480), recorder.xruns)
+    }
+
+    @Test("another site's page, a rebinding Host and a page that stops reading get nothing from the graph")
+    func hostileParties() throws {
+        let (recorder, served, ready) = try serve.servedTone("web-hostile", attempt: 1, extra: ["--http", "0", "--idle-timeout", "1"])
+        defer { recorder.stop() }
+        let (_, port) = try pageAddress(ready)
+
+        // A connection that says nothing is closed after --idle-timeout; a WebSocket is not.
+        let started = Date()
+        let silent = try TCPClient(port: port)
+        let quietPage = try RawWebSocket(port: port)
+        #expect(silent.readResponse(timeout: 5).isEmpty)
+        // Closed a second after it opened (the clock here starts a little before the server's).
+        #expect((0.95...4).contains(Date().timeIntervalSince(started)), "the silent connection lasted \(Date().timeIntervalSince(started)) s")
+        usleep(500_000)
+        #expect(try quietPage.request(#"{"command":"status"}"#)["ok"] as? Bool == true)
+
+        let rebound = try RawHTTP.get("/api/status", port: port, host: "attacker.example:\(port)")
+        #expect(rebound.status == 403 && rebound.body.contains("answers only to 127.0.0.1"), "\(rebound)")
+        let crossSite = try RawHTTP.get("/ws", port: port, extraHeaders: RawWebSocket.upgradeHeaders + ["Origin: http://attacker.example"])
+        #expect(crossSite.status == 403 && crossSite.body.contains("may not use this surface"), "\(crossSite)")
+        let post = try RawHTTP.request("POST /api/status HTTP/1.1", port: port)
+        #expect(post.status == 405)
+        let missing = try RawHTTP.get("/../../etc/passwd", port: port)
+        #expect(missing.status == 404)
+
+        // A page that sends and never reads: its requests pile up until its own socket is
+        // full, and it is not read from after that; the graph and other pages do not wait.
+        let stalled = try RawWebSocket(port: port, receiveBuffer: 4096)
+        let flood = Thread {
+            for index in 0..<20_000 where !stalled.sendText(#"{"command":"parameters","id":\#(index)}"#) { return }
+        }
+        flood.start()
+        let other = try RawWebSocket(port: port)
+        _ = other.receive(timeout: 5)
+        for index in 0..<20 {
+            let started = Date()
+            let reply = try other.request(#"{"command":"status","id":\#(index)}"#)
+            #expect(reply["ok"] as? Bool == true)
+            #expect(Date().timeIntervalSince(started) < 2, "a status took \(Date().timeIntervalSince(started)) s beside a stalled page")
+            usleep(50_000)
+        }
+        let status = try serve.withStatus(served)
+        #expect(status["underruns"] as? Int == 0, "\(status)")
+        stalled.close()
+        _ = try served.ctl(["quit"])
+        #expect(served.wait() == 0)
+    }
+
+    @Test("in Chromium: the drawn graph is the file's, the meters move, the slider is heard from the frame the page shows")
+    func sliderInABrowser() throws {
+        try serve.withoutXruns { attempt in try moveTheSlider(attempt: attempt) }
+    }
+
+    private func moveTheSlider(attempt: Int) throws -> (problems: [String], xruns: Int) {
+        // The browser first: its start is the heaviest part, before anything is recorded.
+        let browser = try WebDriver()
+        let (recorder, served, ready) = try serve.servedTone("web-slider", attempt: attempt, extra: ["--http", "0"])
+        defer { recorder.stop() }
+        let (address, _) = try pageAddress(ready)
+        try browser.open(address + "/")
+        _ = try browser.wait(for: "return document.body.dataset.ready === 'true' && document.getElementById('connection').classList.contains('open')")
+        var problems: [String] = []
+        let drawn = try browser.run("return [...document.querySelectorAll('#graph [data-node]')].map(n => n.dataset.node)") as? [String]
+        if drawn != ["tone", "level", "out"] { problems.append("the page drew \(String(describing: drawn))") }
+        // The tone (amplitude 0.5) moves the output meter.
+        let moving = try browser.wait(for: "const v = document.getElementById('level-out').value; return v > 0.4 ? v : null")
+        if let level = moving as? Double, abs(level - ServeCommandTests.amplitude) > 0.01 { problems.append("the meter read \(level)") }
+        let artifacts = CommandRunner.productsFolder.deletingLastPathComponent().appendingPathComponent("test-artifacts")
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        try browser.screenshot(to: artifacts.appendingPathComponent("web-page.png"))
+
+        // Home on the fader's gain slider: the key a user presses, to its minimum, 0.
+        let slider = try browser.element(#"input[data-node="level"][data-parameter="gain"]"#)
+        try browser.type("\u{E011}", into: slider)
+        let shown = try browser.wait(for: "return document.querySelector('[data-applied=\"level/gain\"]').dataset.frame ?? null")
+        let frame = try #require((shown as? String).flatMap { Int($0) }, "the page showed no frame: \(shown)")
+        // The meter falls to silence once the change is heard (after the sink's buffer).
+        do {
+            _ = try browser.wait(for: "return document.getElementById('level-out').value === 0", timeout: 5)
+        } catch {
+            problems.append("the output meter still reads \(String(describing: try? browser.run("return document.getElementById('level-out').value")))")
+        }
+        _ = try served.ctl(["quit"])
+        #expect(served.wait() == 0)
+        recorder.stop()
+        let samples = recorder.samples(channel: 0)
+        let first = try #require(samples.firstIndex { $0 != 0 }) - 1
+        guard samples.count - first > frame + 480 + ServeCommandTests.rate / 10 else {
+            return (problems + ["the recording ends before the change"], recorder.xruns)
+        }
+        problems += serve.levelProblems(samples, first: first, at: frame, from: 1, to: 0, rampFrames: 480)
+        return (problems, recorder.xruns)
+    }
+
+    @Test("in Chromium: text typed in the speak box is heard, its heard text shown, and cancel fades it out")
+    func speakBoxInABrowser() throws {
+        try serve.withoutXruns { attempt in try speakAndCancel(attempt: attempt) }
+    }
+
+    private func speakAndCancel(attempt: Int) throws -> (problems: [String], xruns: Int) {
+        let browser = try WebDriver()
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "web-speak-ear-\(getpid())-\(attempt)", channels: 2, capacityFrames: 30 * ServeCommandTests.rate)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let served = try ServeCommandTests.Served(
+            graph: try serve.speechGraph(in: folder, client: "web-speak-\(getpid())-\(attempt)", recorder: recorder),
+            socket: folder.file("control.sock").path, server: server.name, extra: ["--http", "0"])
+        let ready = try #require(served.readyLine(), "serve never said it was serving")
+        let (address, _) = try pageAddress(ready)
+        try browser.open(address + "/")
+        _ = try browser.wait(for: "return document.getElementById('connection').classList.contains('open')")
+        let text = "First sentence here. Second sentence is a good deal longer than the first one. Third, never heard."
+        try browser.type(text, into: try browser.element("#speak-text"))
+        try browser.click(try browser.element("#speak"))
+        // The first sentence heard to its end: the page shows it as heard.
+        var problems: [String] = []
+        let heard = try browser.wait(
+            for: "const h = document.querySelector('#utterances li .heard'); return h && h.textContent === 'First sentence here.' ? h.textContent : null",
+            timeout: 15)
+        if heard as? String != "First sentence here." { problems.append("heard \(heard)") }
+        let timing = try browser.run("return document.querySelector('#utterances li .timing').textContent") as? String ?? ""
+        if !timing.hasPrefix("first audio after ") { problems.append("no time to first audio: '\(timing)'") }
+        // Into the second sentence, then Cancel.
+        _ = try browser.wait(for: "return document.querySelectorAll('#utterances li').length >= 2", timeout: 10)
+        usleep(400_000)
+        try browser.click(try browser.element("#cancel"))
+        let result = try browser.wait(
+            for: "const t = document.getElementById('speak-result').textContent; return t.startsWith('cancelled') ? t : null")
+        if !((result as? String)?.hasPrefix("cancelled; heard: “First sentence here. Second") ?? false) {
+            problems.append("the page said: \(result)")
+        }
+        usleep(500_000)
+        _ = try served.ctl(["quit"])
+        #expect(served.wait() == 0)
+        recorder.stop()
+        let samples = recorder.samples(channel: 0)
+        let spans = serve.stretches(samples)
+        guard spans.count == 2 else { return (problems + ["\(spans.count) stretches of sound, not the first sentence and the cut second: \(spans)"], recorder.xruns) }
+        let cutEnd = spans[1].start + spans[1].length
+        if abs(samples[cutEnd - 1]) > 0.01 { problems.append("the cut ends on \(samples[cutEnd - 1]): a click") }
+        return (problems, recorder.xruns)
+    }
+}
+
+extension ServeCommandTests {
+    func withStatus(_ served: Served) throws -> [String: Any] {
+        let status = try served.ctl(["status"])
+        #expect(status.status == 0)
+        return status.reply
+    }
+}
+
