@@ -250,8 +250,15 @@ function onEvent(event) {
       break;
     }
     case "cancelled":
-      $("speak-result").textContent = `cancelled; heard: “${event.heard}${event["partial-heard"] ? " " + event["partial-heard"] : ""}”`;
+      // What was heard to the word: whole utterances, then the cut one's words, then the word
+      // that was playing when it faded.
+      $("speak-result").textContent = `cancelled; heard: “${[event.heard, event["partial-heard"]].filter((t) => t).join(" ")}”`
+        + (event["partial-word"] ? `, cut in “${event["partial-word"]}”` : "");
       for (const item of utterances.values()) if (item.querySelector(".rest").textContent) item.classList.add("cut");
+      break;
+    case "reloaded":
+      // The file was read again: the controls take the values now in force.
+      fetch(withToken("/api/graph")).then((r) => r.json()).then((shape) => { drawGraph(shape); drawControls(shape); }).catch(() => {});
       break;
     case "underrun":
       $("status-underruns").textContent = event.underruns;

@@ -47,6 +47,10 @@ public final class RawWebSocket: @unchecked Sendable {
     ]
     private let socket: TCPClient
     private var pending: [UInt8] = []
+    private var sawClose = false
+
+    /// False once the server sent a close frame or hung up (seen by `receive`).
+    public var isOpen: Bool { !sawClose && !socket.peerClosed }
 
     public init(port: Int, receiveBuffer: Int? = nil) throws {
         socket = try TCPClient(port: port, receiveBuffer: receiveBuffer)
@@ -67,12 +71,20 @@ public final class RawWebSocket: @unchecked Sendable {
 
     @discardableResult
     public func sendText(_ text: String) -> Bool {
-        let payload = Array(text.utf8)
-        var frame: [UInt8] = [0x81]
+        send(opcode: 1, Array(text.utf8))
+    }
+
+    /// Sends one frame, masked: `opcode` 1 text, 2 binary.
+    @discardableResult
+    public func send(opcode: UInt8, _ payload: [UInt8]) -> Bool {
+        var frame: [UInt8] = [0x80 | opcode]
         if payload.count < 126 {
             frame.append(0x80 | UInt8(payload.count))
-        } else {
+        } else if payload.count < 65_536 {
             frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        } else {
+            frame.append(0x80 | 127)
+            frame += (0..<8).reversed().map { UInt8((payload.count >> (8 * $0)) & 0xFF) }
         }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask
@@ -99,6 +111,7 @@ public final class RawWebSocket: @unchecked Sendable {
                     let payload = Array(pending[offset..<(offset + length)])
                     pending.removeFirst(offset + length)
                     if opcode == 1 { return String(decoding: payload, as: UTF8.self) }
+                    if opcode == 8 { sawClose = true }
                     continue
                 }
             }
@@ -156,11 +169,15 @@ public final class TCPClient: @unchecked Sendable {
         return true
     }
 
+    /// True once a `receive` found the connection closed by the other side.
+    public private(set) var peerClosed = false
+
     public func receive(timeout: Double) -> [UInt8] {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&poller, 1, Int32(max(0, timeout) * 1000)) > 0 else { return [] }
         var buffer = [UInt8](repeating: 0, count: 65_536)
         let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { peerClosed = true }
         return count > 0 ? Array(buffer[..<count]) : []
     }
 
