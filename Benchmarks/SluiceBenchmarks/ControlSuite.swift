@@ -164,18 +164,7 @@ enum ControlSuite {
     /// seconds ahead of what is heard; the fader's gain is applied at the sink's playhead
     /// (docs/control.md, "When is a change heard?"), so the goal is the same period + 1 ms.
     static func bufferedSetLatency(sluice: String, server: BenchServer, folder: String, runs: Int) {
-        let graph = "\(folder)/control-buffered.yaml"
-        let text = """
-            name: control-buffered
-            nodes:
-              tone: { type: tone, waveform: square, frequency: 100, amplitude: 1, duration: 3600 }
-              gain: { type: fader, length: 0, ramp: 0 }
-              out:  { type: jack.sink, channels: 1, connect: none }
-            links: [tone -> gain -> out]
-            playback: { client: bench-control, max-buffered: 3 }
-
-            """
-        guard FileManager.default.createFile(atPath: graph, contents: Data(text.utf8)) else { fail("cannot write \(graph)") }
+        let graph = writeBufferedTone(folder: folder, name: "control-buffered", client: "bench-control")
         note("control latency before a 3 s buffer: \(messages) OSC and \(messages) JSON-socket `set`s of gain 0.5 / 1.0 per run, 50-100 ms apart")
         let probe = LevelProbe(server: server.name)
         defer { probe.close() }
@@ -224,6 +213,24 @@ enum ControlSuite {
                 flags: [("max_goal_met", values.max()! <= goalMilliseconds)]
             ).emit()
         }
+    }
+
+    /// Writes `FOLDER/NAME.yaml`: `tone (square, amplitude 1) -> fader (gain, length 0, ramp
+    /// 0) -> jack.sink` with a 3 s buffer, on a JACK client named `client`; returns its path.
+    static func writeBufferedTone(folder: String, name: String, client: String) -> String {
+        let graph = "\(folder)/\(name).yaml"
+        let text = """
+            name: \(name)
+            nodes:
+              tone: { type: tone, waveform: square, frequency: 100, amplitude: 1, duration: 3600 }
+              gain: { type: fader, length: 0, ramp: 0 }
+              out:  { type: jack.sink, channels: 1, connect: none }
+            links: [tone -> gain -> out]
+            playback: { client: \(client), max-buffered: 3 }
+
+            """
+        guard FileManager.default.createFile(atPath: graph, contents: Data(text.utf8)) else { fail("cannot write \(graph)") }
+        return graph
     }
 
     /// The fader's `gain` set to 0.5 and 1.0 in turn, `messages` times over OSC and as many
@@ -515,32 +522,39 @@ final class Served {
     let process: ChildProcess
     let socketPath: String
     let oscPort: Int
+    /// The page's port, when started with `--http`.
+    let pagePort: Int?
     let logPath: String
+    let outputPath: String
 
-    private init(process: ChildProcess, socketPath: String, oscPort: Int, logPath: String) {
+    private init(process: ChildProcess, socketPath: String, oscPort: Int, pagePort: Int?, logPath: String, outputPath: String) {
         self.process = process
         self.socketPath = socketPath
         self.oscPort = oscPort
+        self.pagePort = pagePort
         self.logPath = logPath
+        self.outputPath = outputPath
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// Starts `sluice serve GRAPH --control FOLDER/NAME.sock --osc-port 0` and waits (up to
     /// 15 s) for its "serving …" line, which names the OSC port it took.
-    static func start(sluice: String, graph: String, server: BenchServer, folder: String, name: String) -> Served {
+    static func start(sluice: String, graph: String, server: BenchServer, folder: String, name: String, extra: [String] = []) -> Served {
         let socketPath = "\(folder)/\(name).sock"
         let logPath = "\(folder)/\(name)-serve.log"
+        let outputPath = "\(folder)/\(name)-serve.out"
         let process = ChildProcess.start(
-            [sluice, "serve", graph, "--control", socketPath, "--osc-port", "0", "--server", server.name],
-            streams: .init(outputPath: "\(folder)/\(name)-serve.out", errorPath: logPath))
+            [sluice, "serve", graph, "--control", socketPath, "--osc-port", "0", "--server", server.name] + extra,
+            streams: .init(outputPath: outputPath, errorPath: logPath))
         let deadline = monotonicSeconds() + 15
         while true {
             let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("serving '") }),
                 let range = line.range(of: "OSC udp://127.0.0.1:"), let port = Int(line[range.upperBound...].prefix { $0.isNumber })
             {
-                return Served(process: process, socketPath: socketPath, oscPort: port, logPath: logPath)
+                let page = line.range(of: "page http://127.0.0.1:").flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) }
+                return Served(process: process, socketPath: socketPath, oscPort: port, pagePort: page, logPath: logPath, outputPath: outputPath)
             }
             if let exit = process.poll() { fail("sluice serve \(graph) ended (wait status \(exit.status)) before serving; its log:\n\(text)") }
             if monotonicSeconds() > deadline { fail("sluice serve \(graph) did not say it was serving within 15 s; its log:\n\(text)") }
@@ -549,8 +563,10 @@ final class Served {
     }
 
     /// `quit` on `connection`, then waits (up to 10 s) for the process to exit 0; a serve that
-    /// does not is noted, ended with SIGTERM (SIGKILL 5 s later) and fails the suite.
-    func quit(_ connection: ControlConnection) {
+    /// does not is noted, ended with SIGTERM (SIGKILL 5 s later) and fails the suite. Returns
+    /// how it exited (with its CPU time).
+    @discardableResult
+    func quit(_ connection: ControlConnection) -> ChildProcess.Exit {
         connection.send(#"{"command":"quit"}"#)
         _ = connection.readReply(timeout: 5)
         connection.close()
@@ -558,7 +574,7 @@ final class Served {
         while monotonicSeconds() < deadline {
             if let exit = process.poll() {
                 guard exit.exited(with: 0) else { fail("sluice serve exited with wait status \(exit.status) after quit; its log:\n\(log)") }
-                return
+                return exit
             }
             usleep(10_000)
         }
