@@ -162,6 +162,8 @@ final class WebSocketSession: ChannelInboundHandler, @unchecked Sendable {
                 command: command, id: id))
             return
         }
+        // SAFETY: the request's `id` is a String or an NSNumber from JSONSerialization, never
+        // changed after parsing; the closure only echoes it in the reply.
         nonisolated(unsafe) let identifier = id
         queue.async { [self, client, site] in
             let outcome: Result<[String: any Sendable], ControlError>
