@@ -65,15 +65,21 @@ final class WebEventHub: EventListener {
 
     func remove(_ client: WebClient) { clients.withLock { $0.removeAll { $0 === client } } }
 
+    /// Closes every page's connection; nothing more is written to any.
     func closeAll() {
+        closed.store(true, ordering: .releasing)
         for client in clients.withLock({ $0 }) { client.close() }
     }
+
+    /// Set by `closeAll`: the server is stopping.
+    let closed = Atomic<Bool>(false)
 
     var isListening: Bool { count > 0 }
     /// Pages draw meters: they always take levels.
     var wantsLevels: Bool { isListening }
 
     func deliver(_ event: String, _ fields: [String: any Sendable]) {
+        guard !closed.load(ordering: .acquiring) else { return }
         var object: [String: Any] = fields.mapValues { $0 as Any }
         object["event"] = event
         for client in clients.withLock({ $0 }) where client.isOpen { client.send(event: object) }
@@ -88,7 +94,8 @@ final class WebSocketSession: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
-    /// The most requests of one page waiting to be carried out; past it, `busy`.
+    /// The most requests of one page waiting to be carried out; past it, the page is not read
+    /// from until they are answered.
     static let pendingLimit = 64
 
     private let client: WebClient
@@ -115,10 +122,7 @@ final class WebSocketSession: ChannelInboundHandler, @unchecked Sendable {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text:
-            let bytes = Array(frame.unmaskedData.readableBytesView)
-            handle(bytes)
-            // A page that does not read its replies is not read from until it does.
-            if !context.channel.isWritable { context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in } }
+            handle(Array(frame.unmaskedData.readableBytesView))
         case .binary:
             client.send(reply: ControlJSON.reply(
                 .failure(ControlError(code: "bad-json", message: "requests are text messages of JSON, like {\"command\":\"status\"}")),
@@ -138,34 +142,42 @@ final class WebSocketSession: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in } }
+        updateReading()
         context.fireChannelWritabilityChanged()
+    }
+
+    /// A page is read from while it reads its replies (its channel is writable) and fewer than
+    /// `pendingLimit` of its requests wait; otherwise its requests wait in its own socket,
+    /// costing the event loop, the graph and other pages nothing. [thread-safe]
+    private func updateReading() {
+        let channel = client.channel
+        // Decided on the event loop, from the state when it runs: calls from the queue and the
+        // loop then cannot land out of order.
+        channel.eventLoop.execute { [self] in
+            let reading = channel.isWritable && pending.load(ordering: .relaxed) < Self.pendingLimit
+            channel.setOption(ChannelOptions.autoRead, value: reading).whenComplete { _ in }
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
     }
 
-    /// Parses a request now (a malformed one is answered at once) and carries it out on the
-    /// connection's queue, in order: an untimed `set` waits for its period there, not here.
+    /// Hands a request to the connection's queue, which parses it and carries it out in
+    /// order, off the event loop every page shares (an untimed `set` waits for its period
+    /// there). Past `pendingLimit` waiting, the page is not read from until they are answered.
     private func handle(_ bytes: [UInt8]) {
-        let (request, id) = ControlJSON.parse(bytes)
-        let command = try? request.get().name
-        guard case .success(let parsed) = request else {
-            client.send(reply: ControlJSON.reply(request.map { _ in [:] }, command: command, id: id))
-            return
-        }
-        guard pending.add(1, ordering: .relaxed).newValue <= Self.pendingLimit else {
-            pending.subtract(1, ordering: .relaxed)
-            client.send(reply: ControlJSON.reply(
-                .failure(ControlError(code: "busy", message: "\(Self.pendingLimit) requests of this page wait; send more when they are answered")),
-                command: command, id: id))
-            return
-        }
-        // SAFETY: the request's `id` is a String or an NSNumber from JSONSerialization, never
-        // changed after parsing; the closure only echoes it in the reply.
-        nonisolated(unsafe) let identifier = id
+        if pending.add(1, ordering: .relaxed).newValue >= Self.pendingLimit { updateReading() }
         queue.async { [self, client, site] in
+            defer {
+                if pending.subtract(1, ordering: .relaxed).newValue < Self.pendingLimit { updateReading() }
+            }
+            let (request, identifier) = ControlJSON.parse(bytes)
+            let command = try? request.get().name
+            guard case .success(let parsed) = request else {
+                client.send(reply: ControlJSON.reply(request.map { _ in [:] }, command: command, id: identifier))
+                return
+            }
             let outcome: Result<[String: any Sendable], ControlError>
             switch parsed {
             case .watch:
@@ -177,7 +189,6 @@ final class WebSocketSession: ChannelInboundHandler, @unchecked Sendable {
                 outcome = site.served.handle(parsed)
             }
             client.send(reply: ControlJSON.reply(outcome, command: command, id: identifier))
-            pending.subtract(1, ordering: .relaxed)
         }
     }
 }

@@ -147,6 +147,11 @@ import Testing
         }
         let status = try serve.withStatus(served)
         #expect(status["underruns"] as? Int == 0, "\(status)")
+        // The flood was not taken in: once the stalled page's replies filled its socket, its
+        // requests stayed in it.
+        let metrics = try PrometheusText.parse(try RawHTTP.get("/metrics", port: port).body)
+        let taken = metrics[#"sluice_control_requests_total{command="parameters",result="ok"}"#] ?? 0
+        #expect(taken < 5_000, "\(taken) of the 20 000 flooded requests were carried out")
         stalled.close()
         _ = try served.ctl(["quit"])
         #expect(served.wait() == 0)
