@@ -238,6 +238,11 @@ public struct LV2Control: @unchecked Sendable {
             defaultValue = nil
             summary += "; its limits scale with the sample rate (checked at 384 kHz, clamped at the node's)"
         }
-        return ParameterDescriptor(symbol, type, default: defaultValue, unit: isRateRelative ? "Hz" : nil, live: true, summary: summary)
+        var parameter = ParameterDescriptor(symbol, type, default: defaultValue, unit: isRateRelative ? "Hz" : nil, live: true, summary: summary)
+        // An enumeration takes its scale points alone: a page offers them as a choice.
+        if isEnumeration && !isRateRelative {
+            parameter.namedValues = scalePoints.filter { checking.contains($0.value) }.map { .init(label: $0.label, value: $0.value) }
+        }
+        return parameter
     }
 }

@@ -286,6 +286,10 @@ import Testing
         #expect(unity.parameter.type == .integer(0...2))
         #expect(unity.scalePoints.map(\.value) == [0, 1, 2])
         #expect(unity.parameter.summary.contains("0 = "), "\(unity.parameter.summary)")
+        // Its values, named, for a control that offers them as a choice.
+        #expect(unity.parameter.namedValues.map(\.label) == ["Balance", "Unity Gain - Equal Amplitude", "Seesaw - Equal Power"])
+        #expect(unity.parameter.namedValues.map(\.value) == [0, 1, 2])
+        #expect(enable.parameter.namedValues.isEmpty, "a toggle is not an enumeration")
     }
 
     @Test("a check names the file, line and fix: unknown URI, bad value, unknown preset, someone else's state")

@@ -94,6 +94,20 @@ public struct ParameterDescriptor: Sendable, Hashable {
     /// node is a `LiveParameterNode` and applies the change at an exact frame, ramped where a
     /// jump would click. Live parameters are numbers.
     public var isLive: Bool
+    /// The only values it takes, each with a name, for a number that picks one of a set (an
+    /// LV2 enumeration's scale points): a control offers these as a choice. Empty otherwise.
+    public var namedValues: [NamedValue] = []
+
+    /// One value of a parameter that picks one of a set, and its name.
+    public struct NamedValue: Sendable, Hashable {
+        public var label: String
+        public var value: Double
+
+        public init(label: String, value: Double) {
+            self.label = label
+            self.value = value
+        }
+    }
 
     public init(
         _ name: String, _ type: ParameterType, default defaultValue: ParameterValue?,

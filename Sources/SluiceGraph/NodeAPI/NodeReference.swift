@@ -97,7 +97,8 @@ extension NodeReference {
 
     /// One parameter as data: `type` is number, integer, boolean, string, path, choice, rate
     /// or list; `minimum`/`maximum` for the ranged ones, `choices` for a choice, `auto: true`
-    /// for a rate (which also takes `auto`).
+    /// for a rate (which also takes `auto`), `values` (each a `label` and a `value`) for a
+    /// number that picks one of a set.
     public static func json(of parameter: ParameterDescriptor) -> JSONValue {
         var members: [(String, JSONValue?)] = [("name", .string(parameter.name))]
         switch parameter.type {
@@ -120,6 +121,11 @@ extension NodeReference {
             ("live", .bool(parameter.isLive)),
             ("summary", .string(parameter.summary)),
         ]
+        if !parameter.namedValues.isEmpty {
+            members.append(("values", .array(parameter.namedValues.map { named in
+                .object([("label", .string(named.label)), ("value", .number(named.value))])
+            })))
+        }
         return .object(members)
     }
 }
