@@ -442,11 +442,18 @@ public final class Playhead: @unchecked Sendable {
         streamFramesValue.store(streamFramesValue.load(ordering: .relaxed) + frames, ordering: .releasing)
     }
 
+    /// The largest magnitude, compared as bits: a non-negative float's bit pattern orders as
+    /// its value does, and an integer maximum is vectorised, where a float one (NaN rules) is
+    /// a dependent chain the length of the period; it was what metering cost the callback.
     private func notePeak(of samples: UnsafeMutablePointer<Float>, count: Int) {
-        var peak = Float(bitPattern: peakBits.load(ordering: .relaxed))
-        let before = peak
-        for index in 0..<count { peak = max(peak, abs(samples[index])) }
-        if peak > before { peakBits.store(peak.bitPattern, ordering: .relaxed) }
+        let before = peakBits.load(ordering: .relaxed)
+        // SAFETY: Float and UInt32 have the same size and alignment; the samples are only read.
+        let peak = samples.withMemoryRebound(to: UInt32.self, capacity: count) { words in
+            var peak = before
+            for index in 0..<count { peak = max(peak, words[index] & 0x7FFF_FFFF) }
+            return peak
+        }
+        if peak > before { peakBits.store(peak, ordering: .relaxed) }
     }
 
     /// [audio-thread] A discard (barge-in): the first period fades out what plays, then audio
