@@ -207,12 +207,15 @@ let package = Package(
         .target(name: "SluiceControlProtocol", dependencies: ["SluiceAudio", "SluiceGraph", "CLiblo"]),
         .target(name: "SluiceControl", dependencies: ["SluiceControlProtocol", "SluiceAudio", "SluiceGraph", "SluiceSpeech", "CLiblo"]),
 
+        // A run's timeline drawn as SVG: `--timeline FILE.svg`, and the page of `serve --http`.
+        .target(name: "SluiceTimeline", dependencies: ["SluiceGraph"]),
+
         // A served graph in a browser (`serve --http`): the page, the graph's shape, commands and
         // events over a WebSocket, `/metrics`; SwiftNIO's HTTP server, no parsing of our own.
         .target(
             name: "SluiceWeb",
             dependencies: [
-                "SluiceControl", "SluiceGraph",
+                "SluiceControl", "SluiceGraph", "SluiceTimeline",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -277,7 +280,7 @@ let package = Package(
             dependencies: [
                 "SluiceAudio", "SluiceNodes", "SluiceGraph", "SluiceConfig", "SluiceJACK",
                 "SluicePlugins", "SluiceSpeech", "SluiceHost", "SluiceControl", "SluiceSpeechd", "SluicePluginABI", "SluiceLADSPA",
-                "SluiceWeb",
+                "SluiceWeb", "SluiceTimeline",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -333,6 +336,8 @@ let package = Package(
         ),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
         .testTarget(name: "SluiceWebTests", dependencies: ["SluiceWeb"]),
+        .testTarget(name: "SluiceTimelineTests", dependencies: ["SluiceTimeline", "SluiceGraph"]),
+        .testTarget(name: "SluiceControlTests", dependencies: ["SluiceControl", "SluiceGraph"]),
         .testTarget(name: "SluiceTestKitTests", dependencies: ["SluiceTestKit", "SluiceGraph", "SluiceNodes", "SluiceAudio"]),
         .testTarget(name: "SluiceHostTests", dependencies: ["SluiceHost", "SluiceGraph", "SluiceTestSupport"]),
         .testTarget(

@@ -268,11 +268,9 @@ public final class ControlConnection: Sendable {
     /// unless `queueLimit` bytes already wait for this client: then it is dropped and counted.
     /// False when it was dropped or the client has gone.
     @discardableResult
-    public func send(event fields: [String: Any]) -> Bool {
+    public func send(event: EncodedEvent) -> Bool {
         let dropped = state.withLock { $0.droppedEvents }
-        var object = fields
-        if dropped > 0 { object["dropped"] = dropped }
-        var bytes = Array(ControlJSON.encode(object).utf8)
+        var bytes = Array(event.json(adding: dropped > 0 ? ["dropped": dropped] : [:]).utf8)
         bytes.append(UInt8(ascii: "\n"))
         let queued = state.withLock { state -> Bool in
             guard state.open else { return false }

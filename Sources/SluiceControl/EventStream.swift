@@ -41,17 +41,58 @@ public final class EventStream: Sendable {
 
     /// Sends `event` (its name, then its fields) to every watcher and listener; `level` and
     /// `meter` events only to those that asked for levels.
+    /// The event is encoded once, whoever and however many get it.
     public func emit(_ event: String, _ fields: [String: any Sendable] = [:]) {
+        emit(EncodedEvent(event, fields))
+    }
+
+    /// Sends an event whose JSON may be written already (`EncodedEvent(_:_:json:)`).
+    public func emit(_ encoded: EncodedEvent) {
+        let event = encoded.name
         let isLevel = Self.levelEvents.contains(event)
-        var object: [String: Any] = fields.mapValues { $0 as Any }
-        object["event"] = event
         let receivers = watchers.withLock { watchers -> [ControlConnection] in
             watchers.removeAll { $0.connection.isClosed }
             return watchers.filter { !isLevel || $0.levels }.map(\.connection)
         }
-        for connection in receivers { connection.send(event: object) }
         let listening = listeners.withLock { $0.filter { $0.isListening && (!isLevel || $0.wantsLevels) } }
-        for listener in listening { listener.deliver(event, fields) }
+        guard !receivers.isEmpty || !listening.isEmpty else { return }
+        for connection in receivers { connection.send(event: encoded) }
+        for listener in listening { listener.deliver(encoded) }
+    }
+}
+
+/// One event as its receivers get it: its name and fields, and their JSON (`{"event":…}`),
+/// encoded once on first use and shared by every receiver. Lives for one `emit`, on the
+/// emitting thread.
+public final class EncodedEvent {
+    public let name: String
+    public let fields: [String: any Sendable]
+    private var encoded: String?
+
+    public init(_ name: String, _ fields: [String: any Sendable]) {
+        self.name = name
+        self.fields = fields
+    }
+
+    /// An event whose JSON its sender wrote already (an event sent ten times a second, written
+    /// without Foundation's encoder): `json` must be `fields` with `event` set to `name`, as
+    /// one JSON object with sorted keys.
+    public init(_ name: String, _ fields: [String: any Sendable], json: String) {
+        self.name = name
+        self.fields = fields
+        encoded = json
+    }
+
+    /// The fields with the event's name as a JSON object, and `extra` when given (a receiver's
+    /// own `dropped` count): shared when `extra` is empty.
+    public func json(adding extra: [String: any Sendable] = [:]) -> String {
+        if extra.isEmpty, let encoded { return encoded }
+        var object: [String: Any] = fields.mapValues { $0 as Any }
+        object["event"] = name
+        for (key, value) in extra { object[key] = value }
+        let json = ControlJSON.encode(object)
+        if extra.isEmpty { encoded = json }
+        return json
     }
 }
 
@@ -63,5 +104,5 @@ public protocol EventListener: AnyObject, Sendable {
     var isListening: Bool { get }
     /// Whether anyone listening wants `level` and `meter` events.
     var wantsLevels: Bool { get }
-    func deliver(_ event: String, _ fields: [String: any Sendable])
+    func deliver(_ event: EncodedEvent)
 }

@@ -95,7 +95,8 @@ public final class OSCSubscriptions: EventListener, @unchecked Sendable {
     public var isListening: Bool { !current().isEmpty }
     public var wantsLevels: Bool { current().contains { $0.levels } }
 
-    public func deliver(_ event: String, _ fields: [String: any Sendable]) {
+    public func deliver(_ encoded: EncodedEvent) {
+        let event = encoded.name, fields = encoded.fields
         let isLevel = EventStream.levelEvents.contains(event)
         let receivers = current().filter { !isLevel || $0.levels }
         guard !receivers.isEmpty else { return }

@@ -23,6 +23,31 @@ public final class ServedGraph: Sendable {
         func withLock<R>(_ body: (inout [String: ReplyLedger]) -> R) -> R { state.withLock { body(&$0) } }
     }
 
+    /// The text of the utterances the timeline still shows, by utterance id (as heard when it
+    /// ended, as given while it plays), shared with the run's event observer.
+    final class UtteranceTexts: Sendable {
+        private let state = Mutex<(texts: [UInt32: String], order: [UInt32])>(([:], []))
+        /// The most utterances remembered.
+        static let limit = 1000
+
+        func record(_ id: UInt32, _ text: String) {
+            state.withLock { state in
+                if state.texts.updateValue(text, forKey: id) == nil { state.order.append(id) }
+                if state.order.count > Self.limit {
+                    let gone = state.order.count - Self.limit / 2
+                    for old in state.order.prefix(gone) { state.texts[old] = nil }
+                    state.order.removeFirst(gone)
+                }
+            }
+        }
+
+        var all: [UInt32: String] { state.withLock { $0.texts } }
+    }
+    private let utteranceTexts = UtteranceTexts()
+
+    /// Seconds of the run a served graph's timeline keeps (`currentTimeline()`).
+    public static let timelineWindow = 300.0
+
     private let speakerNames: [String]
     private let extraStatus: @Sendable () -> [String: any Sendable]
     private let xruns: @Sendable () -> Int
@@ -93,7 +118,16 @@ public final class ServedGraph: Sendable {
         self.xruns = xruns
         self.quit = quit
         spoken.withLock { spoken in for name in speakerNames { spoken[name] = ReplyLedger() } }
+        run.timelineWindow = Self.timelineWindow
         followRun()
+    }
+
+    /// The run's last `timelineWindow` seconds as a timeline (at most a second old), with the
+    /// text of each utterance it shows that a text-driven node spoke; nil before the first look.
+    /// Waits a few looks of the control loop at most (`LiveRun.currentTimeline()`).
+    public func currentTimeline() -> (timeline: RunTimeline, texts: [UInt32: String])? {
+        guard let timeline = run.currentTimeline() else { return nil }
+        return (timeline, utteranceTexts.all)
     }
 
     /// Follows the run on its control thread: what was heard (from the markers the sinks
@@ -102,15 +136,17 @@ public final class ServedGraph: Sendable {
     private func followRun() {
         let speaker = speakerNames.count == 1 ? speakerNames[0] : nil
         let watch = Watch(run: run, events: events, xruns: xruns, meters: meters, reporters: reporters, unacknowledged: unacknowledged)
-        run.eventObserver = { [spoken, events, counters] event in
+        run.eventObserver = { [spoken, events, counters, utteranceTexts] event in
             if let speaker, event.kind == .marker, let marker = event.marker {
                 let text = spoken.withLock { $0[speaker]?.record(marker) }
                 switch marker.event {
                 case .utteranceStart(let id):
                     counters.utteranceStarted(Int(id.rawValue))
+                    if let text { utteranceTexts.record(id.rawValue, text) }
                     events.emit("utterance-started", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
                 case .utteranceEnd(let id):
                     counters.utteranceEnded()
+                    if let text { utteranceTexts.record(id.rawValue, text) }
                     events.emit("utterance-ended", ["node": speaker, "utterance": Int(id.rawValue), "text": text ?? ""])
                 case .word(let span):
                     if let text { events.emit("word", ["node": speaker, "utterance": Int(span.utterance.rawValue), "text": text]) }
@@ -138,6 +174,8 @@ public final class ServedGraph: Sendable {
         var lastReports = 0.0
         /// Frames each dropping link had let go at the last look.
         var linkDrops: [String: Int] = [:]
+        /// The sources whose failure was sent as a `provider-error` event.
+        var failuresSent: Set<String> = []
 
         init(
             run: LiveRun, events: EventStream, xruns: @escaping @Sendable () -> Int,
@@ -192,6 +230,11 @@ public final class ServedGraph: Sendable {
                 return done
             }
             for applied in acknowledged { events.emit("parameter", ServedGraph.fields(of: applied, in: run.parameters)) }
+            // A provider's typed error ends its stream: what it made still plays out, with a
+            // fade, and then the graph ends. Watchers learn why at once.
+            for (node, failure) in run.sourceFailures where failuresSent.insert(node).inserted {
+                events.emit("provider-error", ["node": node, "code": failure.code, "message": failure.message])
+            }
             guard !events.isEmpty else { return }
             let underruns = run.playheads.map(\.underruns).reduce(0, +)
             if underruns > self.underruns {
@@ -206,9 +249,32 @@ public final class ServedGraph: Sendable {
             if levels && now - lastLevel >= 0.1 {
                 lastLevel = now
                 let peak = run.playheads.map { Double($0.takePeak()) }.max() ?? 0
-                events.emit("level", ["peak": peak, "position": run.status.position])
+                events.emit(ServedGraph.levelEvent(peak: peak, status: run.status, fills: run.linkFills))
             }
         }
+    }
+
+    /// The `level` event: the output's peak, the position, the sink's buffer and watermark,
+    /// each buffered link's fill (seconds held, to the tenth of a millisecond). Written by
+    /// hand, sorted keys as `ControlJSON` writes them: it goes out ten times a second.
+    static func levelEvent(
+        peak: Double, status: PlaybackStatus, fills: [(link: String, heldSeconds: Double, capacitySeconds: Double)]
+    ) -> EncodedEvent {
+        // A NaN reached the output (a plugin's fault): the meter reads it as nothing.
+        let peak = peak.isFinite ? peak : 0
+        let links = fills.map { ($0.link, ($0.heldSeconds * 10_000).rounded() / 10_000) }.sorted { $0.0 < $1.0 }
+        var fields: [String: any Sendable] = ["peak": peak, "position": status.position, "buffered": status.bufferedSeconds]
+        var members: [(String, JSONValue?)] = [("buffered", .number(status.bufferedSeconds)), ("event", "level")]
+        if !links.isEmpty {
+            fields["links"] = Dictionary(links, uniquingKeysWith: { $1 })
+            members.append(("links", .object(links.map { JSONValue.Member($0.0, .number($0.1)) })))
+        }
+        members += [("peak", .number(peak)), ("position", .number(status.position))]
+        if let watermark = status.watermarkSeconds {
+            fields["watermark"] = watermark
+            members.append(("watermark", .number(watermark)))
+        }
+        return EncodedEvent("level", fields, json: JSONValue.object(members).compactText)
     }
 
     /// A `parameter` event's fields.
@@ -236,10 +302,12 @@ public final class ServedGraph: Sendable {
         var fields: [String: any Sendable] = [
             "graph": graphName, "state": "\(status.state)", "position": status.position,
             "bufferedSeconds": status.bufferedSeconds,
+            "capacitySeconds": status.capacitySeconds,
             "underruns": run.playheads.map(\.underruns).reduce(0, +),
             "xruns": xruns(),
             "paused": run.isPaused,
         ]
+        if let watermark = status.watermarkSeconds { fields["watermarkSeconds"] = watermark }
         fields.merge(extraStatus()) { _, new in new }
         return fields
     }
@@ -248,6 +316,12 @@ public final class ServedGraph: Sendable {
     public var linkDrops: [String: Int] {
         Dictionary(run.linkDrops.map { ($0.link, $0.frames) }, uniquingKeysWith: { $1 })
     }
+
+    /// The text-driven and other sources that failed so far, by node: the provider's error code.
+    public var sourceFailures: [(node: String, code: String)] { run.sourceFailures.map { ($0.node, $0.failure.code) } }
+
+    /// Every buffered link's fill now, by name: seconds held and the most it holds.
+    public var linkFills: [(link: String, heldSeconds: Double, capacitySeconds: Double)] { run.linkFills }
 
     /// The graph as it runs.
     public var graph: CompiledGraph { running }

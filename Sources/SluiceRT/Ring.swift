@@ -184,6 +184,9 @@ public struct RingProducer<Element: BitwiseCopyable>: ~Copyable, @unchecked Send
     /// True once the consumer has been dropped: nothing written now will ever be read.
     public var isAbandoned: Bool { layout.peerHasLeft }
 
+    /// A view of how full the ring is, for any thread.
+    public var gauge: RingGauge { RingGauge(core: owner) }
+
     /// Free slots right now. May grow at any time as the consumer reads; never shrinks
     /// except by this producer's own writes.
     @inlinable
@@ -254,6 +257,38 @@ public struct RingProducer<Element: BitwiseCopyable>: ~Copyable, @unchecked Send
         let free = freeSlots(atLeast: elements.count)
         guard free >= elements.count else { throw .tooFewSlots(available: free) }
         _ = push(contentsOf: elements)
+    }
+}
+
+// MARK: - Gauge
+
+/// How full a ring is, read from any thread without taking part in it: a third party's view
+/// (a meter of a link's fill) that leaves the producer and consumer their SPSC contract. The
+/// two positions are loaded one after the other, so a reading may be a step stale, never out
+/// of `0...capacity`.
+public struct RingGauge: @unchecked Sendable {
+    // SAFETY (@unchecked Sendable): it reads only the two atomic positions, kept alive by
+    // `owner` (the ring's storage), and never writes.
+    private let owner: AnyObject
+    private let head: UnsafeMutablePointer<Atomic<Int>>
+    private let tail: UnsafeMutablePointer<Atomic<Int>>
+    /// The number of elements the ring holds when full.
+    public let capacity: Int
+
+    init<Element>(core: RingCore<Element>) {
+        owner = core
+        let layout = RingLayout(core)
+        head = layout.head
+        tail = layout.tail
+        capacity = layout.capacity
+    }
+
+    /// Elements in the ring now (written, not yet read).
+    public var count: Int {
+        let end = tail.pointee.load(ordering: .relaxed)
+        let start = head.pointee.load(ordering: .relaxed)
+        let difference = end - start
+        return min(max(difference < 0 ? difference + 2 * capacity : difference, 0), capacity)
     }
 }
 

@@ -2,7 +2,7 @@ import SluiceControl
 import SluiceGraph
 
 /// A served graph as the page draws it (`/api/graph`): its nodes (type, kind, where each runs,
-/// ports, formats), its links (with a dropping link's policy), and every live parameter with
+/// ports, formats), its links (with a dropping link's policy and what its buffer holds), and every live parameter with
 /// its range and the value in force — the graph file's, or the last one set.
 enum GraphShape {
     static func json(of served: ServedGraph) -> JSONValue {
@@ -31,10 +31,15 @@ enum GraphShape {
                 ("parameters", .array(live)),
             ])
         }
+        let capacities = Dictionary(served.linkFills.map { ($0.link, $0.capacitySeconds) }, uniquingKeysWith: { $1 })
         let links: [JSONValue] = graph.edges.map { edge in
             let from = graph.nodes[edge.fromNode]
             let to = graph.nodes[edge.toNode]
+            let name = graph.linkName(of: edge)
             return .object([
+                ("name", .string(name)),
+                // Seconds the link's buffer holds; null for a link carried in place in the cycle.
+                ("capacity", capacities[name].map { .number($0) } ?? .null),
                 ("from", .string(from.name)), ("fromPort", .string(from.outputPorts[edge.fromPort].name)),
                 ("to", .string(to.name)), ("toPort", .string(to.inputPorts[edge.toPort].name)),
                 ("format", .string(edge.format.description)),

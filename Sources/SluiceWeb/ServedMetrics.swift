@@ -9,7 +9,7 @@ import Synchronization
 /// The counters are the same figures `--stats json` prints at the end of the run (xruns,
 /// underruns) and `status` reports while it runs, plus what the control surfaces counted
 /// (`ServedCounters`): requests by command and result, utterances, cancels, and the time from
-/// each `speak` to its first utterance heard. Callback durations are the device's own record
+/// each `speak` to its first utterance heard; and the providers' typed errors by code. Callback durations are the device's own record
 /// of every period since the last scrape (it keeps the latest 65 536: scrape at least every
 /// few minutes, or the histogram misses periods).
 ///
@@ -22,15 +22,19 @@ public final class ServedMetrics: Sendable {
         public var callbackDurations: @Sendable () -> [UInt32]
         /// Frames each dropping link has let go, by link.
         public var linkDrops: @Sendable () -> [String: Int]
+        /// The sources (providers) that failed, with their error's code.
+        public var providerErrors: @Sendable () -> [(node: String, code: String)]
 
         public init(
             status: @escaping @Sendable () -> [String: any Sendable],
             callbackDurations: @escaping @Sendable () -> [UInt32] = { [] },
-            linkDrops: @escaping @Sendable () -> [String: Int] = { [:] }
+            linkDrops: @escaping @Sendable () -> [String: Int] = { [:] },
+            providerErrors: @escaping @Sendable () -> [(node: String, code: String)] = { [] }
         ) {
             self.status = status
             self.callbackDurations = callbackDurations
             self.linkDrops = linkDrops
+            self.providerErrors = providerErrors
         }
     }
 
@@ -85,6 +89,11 @@ public final class ServedMetrics: Sendable {
                 publish(
                     "control_requests", [("command", request.command), ("result", request.result)], request.count,
                     help: "Control requests by command and outcome (ok, or the error's code)", in: &state)
+            }
+            for failure in sources.providerErrors() {
+                publish(
+                    "provider_errors", [("node", failure.node), ("code", failure.code)], 1,
+                    help: "Typed errors that ended a provider's stream, by node and code", in: &state)
             }
             for (link, frames) in sources.linkDrops() {
                 publish("dropped_frames", [("link", link)], frames, help: "Frames a dropping link let go", in: &state)

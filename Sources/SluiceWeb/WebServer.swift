@@ -11,10 +11,12 @@ import SluiceGraph
 /// - `GET /`, `/sluice.js`, `/sluice.css`: the page (in the binary, no external assets);
 /// - `GET /api/graph`: the graph's shape and live parameters (`GraphShape`);
 /// - `GET /api/status`: `status`'s fields;
+/// - `GET /timeline.svg`: the run's last minutes drawn as `--timeline` draws a run
+///   (`TimelinePicture`);
 /// - `GET /metrics`: Prometheus' text format (`ServedMetrics`);
 /// - `GET /ws`, upgraded to a WebSocket: control requests in, as JSON text messages in the
 ///   socket's form (one request a message, replies with the same `id`), and the graph's events
-///   out, levels included (`WebEventHub`).
+///   out, levels included while the page asks for them (`WebEventHub`).
 ///
 /// Every request passes `WebAccess` first. Nothing here waits on the graph: requests that
 /// may wait (an untimed `set` waits for its period) run on a queue of their connection, and
@@ -51,7 +53,8 @@ public final class WebServer: Sendable {
         let access = WebAccess(token: token)
         let hub = WebEventHub()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let site = WebSite(access: access, served: served, metrics: metrics, hub: hub, idleLimit: idleLimit)
+        let site = WebSite(
+            access: access, served: served, metrics: metrics, hub: hub, timeline: TimelinePicture(served: served), idleLimit: idleLimit)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 64)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -89,6 +92,7 @@ struct WebSite: Sendable {
     let served: ServedGraph
     let metrics: ServedMetrics
     let hub: WebEventHub
+    let timeline: TimelinePicture
     let idleLimit: Double
 
     /// An HTTP connection that may become a WebSocket at `/ws`.
@@ -145,6 +149,11 @@ struct WebSite: Sendable {
         static func json(_ text: String) -> Response {
             Response(status: .ok, type: "application/json", body: Array(text.utf8))
         }
+    }
+
+    /// Whether the answer to `head` is drawn off the event loop (`TimelinePicture`).
+    func drawsLater(_ head: HTTPRequestHead) -> Bool {
+        Self.path(of: head.uri) == "/timeline.svg" && (head.method == .GET || head.method == .HEAD) && refusal(for: head) == nil
     }
 
     /// The answer to a request that is not a WebSocket upgrade.
@@ -204,7 +213,25 @@ private final class HTTPRoutes: ChannelInboundHandler, RemovableChannelHandler, 
     }
 
     private func answer(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let response = site.respond(to: head)
+        guard site.drawsLater(head) else {
+            send(site.respond(to: head), for: head, context: context)
+            return
+        }
+        // Drawn on the picture's queue, sent from the event loop; NIO's pipelining handler
+        // holds the connection's next request until this response ends.
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        site.timeline.draw { svg in
+            loop.execute {
+                let (routes, context) = bound.value
+                let response = svg.map { WebSite.Response(status: .ok, type: "image/svg+xml", body: $0) }
+                    ?? WebSite.Response.text(.serviceUnavailable, "no timeline yet: the graph has not started; try again in a second")
+                routes.send(response, for: head, context: context)
+            }
+        }
+    }
+
+    private func send(_ response: WebSite.Response, for head: HTTPRequestHead, context: ChannelHandlerContext) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.type)
         headers.add(name: "Content-Length", value: "\(response.body.count)")

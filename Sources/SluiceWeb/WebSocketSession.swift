@@ -29,17 +29,19 @@ final class WebClient: Sendable {
         write(text)
     }
 
-    /// Sends an event object unless too much waits; false when it was dropped.
+    /// Whether the page wants `level`, `meter` and `control-output` events: a page asks for
+    /// them while it is shown (`watch` with `levels`), and not while hidden.
+    let wantsLevels = Atomic<Bool>(true)
+
+    /// Sends an event unless too much waits; false when it was dropped.
     @discardableResult
-    func send(event object: [String: Any]) -> Bool {
+    func send(event: EncodedEvent) -> Bool {
         guard waiting.load(ordering: .relaxed) < Self.eventLimit else {
             dropped.add(1, ordering: .relaxed)
             return false
         }
-        var object = object
         let lost = dropped.exchange(0, ordering: .relaxed)
-        if lost > 0 { object["dropped"] = lost }
-        write(ControlJSON.encode(object))
+        write(event.json(adding: lost > 0 ? ["dropped": lost] : [:]))
         return true
     }
 
@@ -75,14 +77,16 @@ final class WebEventHub: EventListener {
     let closed = Atomic<Bool>(false)
 
     var isListening: Bool { count > 0 }
-    /// Pages draw meters: they always take levels.
-    var wantsLevels: Bool { isListening }
+    /// Whether a page wants levels: one that is shown (a hidden page's meters cost nothing).
+    var wantsLevels: Bool { clients.withLock { $0.contains { $0.wantsLevels.load(ordering: .relaxed) } } }
 
-    func deliver(_ event: String, _ fields: [String: any Sendable]) {
+    func deliver(_ event: EncodedEvent) {
         guard !closed.load(ordering: .acquiring) else { return }
-        var object: [String: Any] = fields.mapValues { $0 as Any }
-        object["event"] = event
-        for client in clients.withLock({ $0 }) where client.isOpen { client.send(event: object) }
+        let isLevel = EventStream.levelEvents.contains(event.name)
+        for client in clients.withLock({ $0 }) where client.isOpen {
+            if isLevel && !client.wantsLevels.load(ordering: .relaxed) { continue }
+            client.send(event: event)
+        }
     }
 }
 
@@ -110,7 +114,7 @@ final class WebSocketSession: ChannelInboundHandler, @unchecked Sendable {
 
     func handlerAdded(context: ChannelHandlerContext) {
         site.hub.add(client)
-        client.send(event: ["event": "hello", "graph": site.served.name])
+        client.send(event: EncodedEvent("hello", ["graph": site.served.name]))
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -180,9 +184,10 @@ final class WebSocketSession: ChannelInboundHandler, @unchecked Sendable {
             }
             let outcome: Result<[String: any Sendable], ControlError>
             switch parsed {
-            case .watch:
-                // A page always gets the events, levels included.
-                outcome = .success(["graph": site.served.name])
+            case .watch(let levels):
+                // A page gets the events from the start; `watch` says whether levels too.
+                client.wantsLevels.store(levels, ordering: .relaxed)
+                outcome = .success(["graph": site.served.name, "levels": levels])
             case .subscribe, .unsubscribe:
                 outcome = .failure(ControlError(code: "subscribe-needs-osc", message: "a page gets the events already; subscribe works over OSC"))
             default:

@@ -177,7 +177,8 @@ struct ServeCommand: ParsableCommand, LoggingCommand {
                                 }
                             }
                         },
-                        linkDrops: { served.linkDrops }))
+                        linkDrops: { served.linkDrops },
+                        providerErrors: { served.sourceFailures }))
                 web = try WebServer(host: host, port: port, token: token, idleLimit: idleTimeout, served: served, metrics: metrics)
             }
             defer { web?.stop() }

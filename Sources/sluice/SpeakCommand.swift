@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SluiceGraph
+import SluiceTimeline
 import SluiceSpeech
 
 struct SpeakCommand: ParsableCommand, LoggingCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SluiceGraph
+import SluiceTimeline
 
 /// `--timeline FILE.svg` on `run`, `launch`, `render` and `speak`: the run drawn over time
 /// (`TimelineDrawing`), written once the run has ended — cancelled or failed runs included,

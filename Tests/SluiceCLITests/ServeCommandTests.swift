@@ -12,15 +12,18 @@ import Testing
         let process = Process()
         let socket: String
         let errors = Pipe()
+        /// Its standard output (`--stats`), read once it has exited.
+        let output = Pipe()
         /// What must outlive the process (the folder holding its graph and socket).
         var kept: [AnyObject] = []
 
-        init(graph: URL, socket: String, server: String, extra: [String] = []) throws {
+        init(graph: URL, socket: String, server: String, extra: [String] = [], environment: [String: String] = [:]) throws {
             self.socket = socket
             process.executableURL = CommandRunner.productsFolder.appendingPathComponent("sluice")
             process.arguments = ["serve", graph.path, "--control", socket, "--server", server] + extra
+            if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
             process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
+            process.standardOutput = output
             try process.run()
         }
 
@@ -50,6 +53,9 @@ import Testing
             if process.isRunning { process.terminate(); process.waitUntilExit(); return -1 }
             return process.terminationStatus
         }
+
+        /// What it wrote to standard output, once it has exited.
+        func standardOutput() -> Data { output.fileHandleForReading.readDataToEndOfFile() }
 
         deinit { if process.isRunning { process.terminate() } }
     }

@@ -133,11 +133,15 @@ struct SVGPicture {
     var classes: [String] { classed.compactMap { $0.attributes["class"] } }
 
     init(_ url: URL) throws {
+        try self.init(data: try Data(contentsOf: url), name: url.lastPathComponent)
+    }
+
+    init(data: Data, name: String) throws {
         let reader = Reader()
-        let parser = XMLParser(data: try Data(contentsOf: url))
+        let parser = XMLParser(data: data)
         parser.delegate = reader
         guard parser.parse() else {
-            throw NotWellFormed(description: "\(url.lastPathComponent): \(parser.parserError.map { "\($0)" } ?? "not well-formed")")
+            throw NotWellFormed(description: "\(name): \(parser.parserError.map { "\($0)" } ?? "not well-formed")")
         }
         guard reader.root == "svg" else { throw NotWellFormed(description: "the root element is <\(reader.root ?? "")>, not <svg>") }
         classed = reader.classed

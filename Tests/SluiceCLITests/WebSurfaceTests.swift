@@ -53,6 +53,40 @@ import Testing
         #expect(set["ok"] as? Bool == true && set["id"] as? String == "g", "\(set)")
         let frame = try #require(set["frame"] as? Int, "no frame in \(set)")
 
+        // Levels (with the sink's buffer and each buffered link's fill) only while asked for.
+        let capacities = Dictionary(
+            (shape["links"] as? [[String: Any]] ?? []).compactMap { link in
+                (link["capacity"] as? Double).map { (link["name"] as? String ?? "", $0) }
+            }, uniquingKeysWith: { $1 })
+        #expect(capacities["level.out -> out.in"] != nil, "the sink's link has a buffer: \(capacities)")
+        let quiet = try socket.request(#"{"command":"watch","levels":false}"#)
+        #expect(quiet["levels"] as? Bool == false, "\(quiet)")
+        // (One event on its way as the reply was written may still come.)
+        _ = socket.events(for: 0.15)
+        let unasked = socket.events(for: 0.5).filter { $0["event"] as? String == "level" }
+        #expect(unasked.isEmpty, "\(unasked.count) level events after levels were turned off")
+        _ = try socket.request(#"{"command":"watch","levels":true}"#)
+        let levels = socket.events(for: 1).filter { $0["event"] as? String == "level" }
+        #expect((4...15).contains(levels.count), "\(levels.count) level events in a second, ten a second asked")
+        if let last = levels.last {
+            let held = last["links"] as? [String: Double] ?? [:]
+            #expect(!held.isEmpty && held.allSatisfy { name, seconds in (capacities[name].map { seconds >= 0 && seconds <= $0 } ?? false) }, "\(last)")
+            #expect((last["buffered"] as? Double ?? -1) >= 0, "\(last)")
+        }
+
+        // The run so far, drawn as --timeline draws a run: first audio is on it.
+        var picture: SVGPicture?
+        let drawnBy = Date().addingTimeInterval(8)
+        while Date() < drawnBy {
+            let timeline = try RawHTTP.get("/timeline.svg", port: port)
+            #expect(timeline.status == 200 && timeline.headers["content-type"] == "image/svg+xml", "\(timeline.status)")
+            picture = try SVGPicture(data: Data(timeline.body.utf8), name: "timeline.svg")
+            if picture?.elements(class: "first-audio").isEmpty == false { break }
+            usleep(300_000)
+        }
+        #expect(picture?.elements(class: "first-audio").count == 1, "\(picture?.classes ?? [])")
+        #expect(picture?.elements(class: "buffer-fill").count == 1)
+
         // Prometheus' own parser reads /metrics; the counters are the requests just made.
         let metrics = try RawHTTP.get("/metrics", port: port)
         #expect(metrics.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
@@ -189,6 +223,11 @@ import Testing
         if let level = moving as? Double, abs(level - ServeCommandTests.amplitude) > 0.01 { problems.append("the meter read \(level)") }
         let artifacts = CommandRunner.productsFolder.deletingLastPathComponent().appendingPathComponent("test-artifacts")
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        // Each buffered link's fill drawn, and the timeline's picture loaded.
+        let fills = try browser.wait(for: "const f = [...document.querySelectorAll('#graph .fill')]; return f.length > 0 && f.every(b => b.dataset.held !== undefined) ? f.length : null")
+        if (fills as? Int ?? 0) < 1 { problems.append("no link fill drawn: \(fills)") }
+        let timeline = try browser.wait(for: "const t = document.getElementById('timeline'); return t.complete && t.naturalWidth > 0 ? t.naturalWidth : null")
+        if timeline as? Int != 960 { problems.append("the timeline is \(timeline) wide") }
         try browser.screenshot(to: artifacts.appendingPathComponent("web-page.png"))
 
         // Home on the fader's gain slider: the key a user presses, to its minimum, 0.
@@ -204,6 +243,88 @@ import Testing
         }
         let heard = try quitAndHear(served, recorder, changeAt: frame, to: 0)
         return (problems + heard.problems, heard.xruns)
+    }
+
+    @Test("in Chromium: an LV2 enumeration is a choice of its named values; choosing one states its frame")
+    func choiceInABrowser() throws {
+        let browser = try WebDriver()
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        let graph = try folder.write(
+            """
+            name: web-choice
+            nodes:
+              tone: { type: tone, frequency: 440, amplitude: 0.5, duration: 60 }
+              stereo: { type: channel-map, channels: 2 }
+              balance: { type: lv2, uri: "http://gareus.org/oss/lv2/balance" }
+              out: { type: jack.sink, client: web-choice-\(getpid()), connect: none }
+            links: [tone -> stereo -> balance -> out]
+            playback: { max-buffered: 0.5 }
+            """, to: "choice.yaml")
+        let served = try ServeCommandTests.Served(
+            graph: graph, socket: folder.file("control.sock").path, server: server.name, extra: ["--http", "0"])
+        let ready = try #require(served.readyLine(), "serve never said it was serving")
+        let (address, port) = try pageAddress(ready)
+        try browser.open(address + "/")
+        _ = try browser.wait(for: "return document.getElementById('connection').classList.contains('open')")
+        let select = #"select[data-node="balance"][data-parameter="unitygain"]"#
+        let labels = try browser.run("return [...document.querySelectorAll('\(select) option')].map(o => o.textContent)") as? [String]
+        #expect(labels == ["Balance", "Unity Gain - Equal Amplitude", "Seesaw - Equal Power"])
+        #expect(try browser.run("return document.querySelector('\(select)').value") as? String == "0")
+        try browser.click(try browser.element(select + #" option[value="2"]"#))
+        let shown = try browser.wait(for: "return document.querySelector('[data-applied=\"balance/unitygain\"]').dataset.frame ?? null")
+        #expect((shown as? String).flatMap { Int($0) } != nil, "the page showed no frame: \(shown)")
+        // The graph holds the value chosen: a page loaded now shows it.
+        let shape = try JSONSerialization.jsonObject(with: Data(try RawHTTP.get("/api/graph", port: port).body.utf8)) as? [String: Any]
+        let node = (shape?["nodes"] as? [[String: Any]])?.first { $0["name"] as? String == "balance" }
+        let unity = (node?["parameters"] as? [[String: Any]])?.first { $0["name"] as? String == "unitygain" }
+        #expect(unity?["value"] as? Double == 2, "\(String(describing: unity))")
+        _ = try served.ctl(["quit"])
+        #expect(served.wait() == 0)
+    }
+
+    @Test("a provider's typed error reaches the page as provider-error, /metrics counts it by code, --stats json agrees")
+    func providerErrorCounted() throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: folder.file("libsluice-test.so").path)
+        // The test provider fails once it has given 32 000 bytes (a second); playback
+        // waits for the end of the stream (generate-first), so that second plays out after
+        // the failure, while the page and the scraper look.
+        let graph = try folder.write(
+            """
+            name: web-failing
+            nodes:
+              voice: { type: test-pcm, fail-after: 32000 }
+              align: { type: aligner }
+              resample: { type: resampler }
+              out: { type: jack.sink, client: web-failing-\(getpid()), connect: none }
+            links: [voice -> align -> resample -> out]
+            playback: { strategy: generate-first }
+            """, to: "failing.yaml")
+        let served = try ServeCommandTests.Served(
+            graph: graph, socket: folder.file("control.sock").path, server: server.name,
+            extra: ["--http", "0", "--stats", "json"], environment: ["SLUICE_PLUGIN_PATH": folder.url.path])
+        let ready = try #require(served.readyLine(), "serve never said it was serving")
+        let (_, port) = try pageAddress(ready)
+        let page = try RawWebSocket(port: port)
+        _ = page.receive(timeout: 5)
+        let speak = try page.request(#"{"command":"speak","text":"\#(String(repeating: "A sentence of some length to speak. ", count: 20))"}"#)
+        #expect(speak["ok"] as? Bool == true, "\(speak)")
+        var failure: [String: Any]?
+        let deadline = Date().addingTimeInterval(15)
+        while failure == nil && Date() < deadline {
+            failure = page.events(for: 0.2).first { $0["event"] as? String == "provider-error" }
+        }
+        let reported = try #require(failure, "no provider-error event")
+        #expect(reported["node"] as? String == "voice" && reported["code"] as? String == "test-failure", "\(reported)")
+        #expect((reported["message"] as? String)?.contains("failed after") == true, "\(reported)")
+        let metrics = try PrometheusText.parse(try RawHTTP.get("/metrics", port: port).body)
+        #expect(metrics[#"sluice_provider_errors_total{code="test-failure",node="voice"}"#] == 1, "\(metrics.keys.sorted())")
+        // The run ends once what was made has played: with the error, as `sluice run` does.
+        #expect(served.wait() == 1)
+        let stats = try JSONSerialization.jsonObject(with: served.standardOutput()) as? [String: Any]
+        #expect((stats?["failureCodes"] as? [String: String]) == ["voice": "test-failure"], "\(String(describing: stats))")
     }
 
     @Test("in Chromium: text typed in the speak box is heard, its heard text shown, and cancel fades it out")

@@ -72,6 +72,24 @@ struct RingTests {
         #expect(values == [1, 2, 3, nil])
     }
 
+    @Test("the gauge counts what is written and not yet read, across the wrap")
+    func gaugeCountsHeldElements() {
+        let ring = makeRing(of: Float.self, capacity: 5)
+        var producer = ring.producer
+        var consumer = ring.consumer
+        let gauge = producer.gauge
+        var counts = [gauge.count]
+        for round in 0..<4 {
+            for value in 0..<(round + 2) { _ = producer.push(Float(value)) }
+            counts.append(gauge.count)
+            for _ in 0..<(round + 1) { _ = consumer.pop() }
+            counts.append(gauge.count)
+        }
+        #expect(gauge.capacity == 5)
+        // 2 in, 1 out; 3 in (4), 2 out; 4 in (only 3 fit: 5), 3 out; 5 in (3 fit: 5), 4 out.
+        #expect(counts == [0, 2, 1, 4, 2, 5, 2, 5, 1])
+    }
+
     @Test("the chunk API hands out two regions across the wrap")
     func chunksAcrossWrap() {
         let ring = makeRing(of: Int.self, capacity: 5)

@@ -27,6 +27,12 @@ public final class CompiledGraph: @unchecked Sendable {
     public var sources: [CompiledNode] { nodes.filter { $0.descriptor.kind == .source } }
     public var sinks: [CompiledNode] { nodes.filter { $0.descriptor.kind == .sink } }
 
+    /// A link's name as counters, events and pages show it: `from.port -> to.port`.
+    public func linkName(of edge: CompiledEdge) -> String {
+        let from = nodes[edge.fromNode], to = nodes[edge.toNode]
+        return "\(from.name).\(from.outputPorts[edge.fromPort].name) -> \(to.name).\(to.inputPorts[edge.toPort].name)"
+    }
+
     /// The text-driven sources `--text` feeds.
     public var textSources: [any TextDrivenSource] { nodes.compactMap { $0.instance as? any TextDrivenSource } }
 }

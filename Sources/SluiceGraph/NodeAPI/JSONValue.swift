@@ -67,6 +67,35 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByDictionaryLiteral, Expre
         return output
     }
 
+    /// The text on one line with no spaces: a message on a socket.
+    public var compactText: String {
+        var output = ""
+        writeCompact(into: &output)
+        return output
+    }
+
+    private func writeCompact(into output: inout String) {
+        switch self {
+        case .array(let items):
+            output += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { output += "," }
+                item.writeCompact(into: &output)
+            }
+            output += "]"
+        case .object(let members):
+            output += "{"
+            for (index, member) in members.enumerated() {
+                if index > 0 { output += "," }
+                output += Self.quoted(member.key) + ":"
+                member.value.writeCompact(into: &output)
+            }
+            output += "}"
+        default:
+            write(into: &output, indent: "")
+        }
+    }
+
     private var isScalar: Bool {
         switch self {
         case .array, .object: false

@@ -37,8 +37,11 @@ public class EdgeWriter {
     public func writableRegion() -> (base: UnsafeMutableRawPointer?, units: Int) { fatalError("abstract") }
     /// All free room, in units.
     public func freeUnits() -> Int { fatalError("abstract") }
-    /// Units the edge holds when full.
+    /// [any-thread] Units the edge holds when full.
     public var capacityUnits: Int { fatalError("abstract") }
+    /// [any-thread] Units on the edge now (written, not yet read): a link's fill, as a page or a
+    /// status shows it.
+    public var heldUnits: Int { fatalError("abstract") }
     func commitAudio(_ units: Int) { fatalError("abstract") }
     /// Markers that fit now.
     public func markerRoom() -> Int { markerRing.availableSlots() }
@@ -83,7 +86,10 @@ final class FrameEdgeWriter: EdgeWriter {
     /// The most frames the ring held at a commit since `takeFillPeak` last took it.
     private let fillPeak = Atomic<Int>(0)
 
+    private let audioGauge: RingGauge
+
     init(format: StreamFormat, audio: consuming RingProducer<Float>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
+        audioGauge = audio.gauge
         self.audio = audio
         channels = format.channels
         super.init(format: format, markers: markers, readerWake: readerWake)
@@ -150,7 +156,8 @@ final class FrameEdgeWriter: EdgeWriter {
         if held > fillPeak.load(ordering: .relaxed) { fillPeak.store(held, ordering: .relaxed) }
     }
     override public func freeUnits() -> Int { audio.availableSlots() / channels }
-    override public var capacityUnits: Int { audio.capacity / channels }
+    override public var capacityUnits: Int { audioGauge.capacity / channels }
+    override public var heldUnits: Int { audioGauge.count / channels }
 
     /// [audio-thread] Room for exactly `samples` samples as up to two stretches (the ring
     /// wraps), or nil when there is less. Write both, then `commit` the frames.
@@ -168,8 +175,10 @@ final class FrameEdgeWriter: EdgeWriter {
 /// An edge writer over a ring of bytes: a unit is a byte.
 final class ByteEdgeWriter: EdgeWriter {
     private var audio: RingProducer<UInt8>
+    private let audioGauge: RingGauge
 
     init(format: StreamFormat, audio: consuming RingProducer<UInt8>, markers: consuming RingProducer<Marker>, readerWake: WakeSignal?) {
+        audioGauge = audio.gauge
         self.audio = audio
         super.init(format: format, markers: markers, readerWake: readerWake)
     }
@@ -181,7 +190,8 @@ final class ByteEdgeWriter: EdgeWriter {
 
     override func commitAudio(_ units: Int) { audio.commit(units) }
     override public func freeUnits() -> Int { audio.availableSlots() }
-    override public var capacityUnits: Int { audio.capacity }
+    override public var capacityUnits: Int { audioGauge.capacity }
+    override public var heldUnits: Int { audioGauge.count }
 }
 
 /// The reading end of an edge, used by one thread (the worker). SPI for SluiceTestKit's bench.

@@ -21,6 +21,9 @@ final class GraphRuntime: @unchecked Sendable {
     /// The links whose policy drops (`when-full`), by name (`from.port -> to.port`), with the
     /// writer that counts their drops.
     let droppingLinks: [(link: String, writer: EdgeWriter)]
+    /// Every link that has a buffer (not one carried in place within the cycle), by name, with
+    /// its writer: what a page draws as the link's fill.
+    let bufferedLinks: [(link: String, writer: EdgeWriter)]
     /// Posted when the worker has something to do (live runs); nil offline.
     let workerWake: WakeSignal?
     private var lastDrySpells: [Int]
@@ -94,6 +97,7 @@ final class GraphRuntime: @unchecked Sendable {
         var sinks: [SinkSlot] = []
         var sinkNodeIndices: [Int] = []
         var droppingLinks: [(link: String, writer: EdgeWriter)] = []
+        var bufferedLinks: [(link: String, writer: EdgeWriter)] = []
         var largestUnits = 0
         // The most one step of a node can write: what its input edge holds (an inner edge's
         // default, or a link's `capacity`). A dropping link has room for that beyond what it
@@ -161,13 +165,14 @@ final class GraphRuntime: @unchecked Sendable {
                 if policy != .block, let frames = writer as? FrameEdgeWriter {
                     frames.setPolicy(policy, keepUnits: keep, burstUnits: burst, scratchUnits: minimum)
                     if policy == .dropOldest { reader.skipsOldest(for: writer) }
-                    let from = graph.nodes[edge.fromNode], to = graph.nodes[edge.toNode]
-                    droppingLinks.append((
-                        "\(from.name).\(from.outputPorts[edge.fromPort].name) -> \(to.name).\(to.inputPorts[edge.toPort].name)", writer))
+                    droppingLinks.append((graph.linkName(of: edge), writer))
                 }
                 writers[edge.fromNode][edge.fromPort] = writer
                 readers[edge.toNode][edge.toPort] = reader
                 largestUnits = max(largestUnits, units)
+            }
+            if let writer = writers[edge.fromNode][edge.fromPort], link == nil {
+                bufferedLinks.append((graph.linkName(of: edge), writer))
             }
         }
 
@@ -255,6 +260,7 @@ final class GraphRuntime: @unchecked Sendable {
                 channels: sinks[sink].playhead.channels, nodes: nodes.map { ($0.node, $0.queue, $0.gains) })
         }
         self.droppingLinks = droppingLinks
+        self.bufferedLinks = bufferedLinks
         outputGainParameters = handedOver.enumerated().flatMap { sink, nodes in
             nodes.map { (node: $0.node, queue: $0.queue, parameters: $0.parameters, sink: sink) }
         }

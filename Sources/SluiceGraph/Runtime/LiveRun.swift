@@ -32,14 +32,69 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         runtime.droppingLinks.map { ($0.link, $0.writer.drops.load(ordering: .relaxed)) }
     }
 
+    /// [any-thread] The sources that failed so far (a provider's typed error: its code and
+    /// message), by node name. A failed source has ended; what it made before still plays.
+    public var sourceFailures: [(node: String, failure: SourceFailure)] {
+        runtime.sources.compactMap { source in source.failureForOthers.withLock { $0 }.map { (source.name, $0) } }
+    }
+
+    /// [any-thread] Every buffered link's fill now: seconds of audio on it and the most it
+    /// holds, by name (`from.port -> to.port`). Links carried in place within the cycle have
+    /// no buffer and are not listed.
+    public var linkFills: [(link: String, heldSeconds: Double, capacitySeconds: Double)] {
+        runtime.bufferedLinks.map { link, writer in
+            let perSecond = Double(max(1, writer.format.unitsPerSecond))
+            return (link, Double(writer.heldUnits) / perSecond, Double(writer.capacityUnits) / perSecond)
+        }
+    }
+
     /// Changes the graph's live parameters while it plays (any thread, any number at once).
     public let parameters: ParameterControl
 
     public var eventObserver: ((DrainEvent) -> Void)?
     public var statusObserver: ((PlaybackStatus) -> Void)?
     public var recordsTimeline = false {
-        didSet { statistics.timeline = recordsTimeline ? RunTimeline() : nil }
+        didSet { statistics.timeline = recordsTimeline ? RunTimeline(window: timelineWindow) : nil }
     }
+    /// Keeps a timeline of about the last this many seconds while the graph runs, offered to
+    /// other threads by `currentTimeline()` (a served graph's page draws it). It samples at the
+    /// control loop's own looks, so it costs no extra wake-ups. Set before `start`.
+    public var timelineWindow: Double? {
+        didSet {
+            statistics.timeline = timelineWindow.map { RunTimeline(window: $0) } ?? (recordsTimeline ? RunTimeline() : nil)
+        }
+    }
+    private let publishedTimeline = Mutex<RunTimeline?>(nil)
+    /// When the timeline was last copied out (monotonic seconds): the control loop's, and
+    /// under `publishedTimeline`'s lock for readers.
+    private var timelinePublished = -Double.infinity
+    private nonisolated(unsafe) var timelinePublishedAt = -Double.infinity
+    /// When `currentTimeline()` was last called (monotonic seconds, bit pattern).
+    private let timelineRead = Atomic<UInt64>(0)
+
+    /// [any-thread] The timeline so far, with its duration and capacity set; nil unless
+    /// `timelineWindow` is set. The control loop copies it out every half second while it is
+    /// read, and not at all while no one reads: a first read after a quiet spell waits (up to
+    /// `timelineWait`, a few looks) for a fresh copy. Not for the real-time thread.
+    public func currentTimeline() -> RunTimeline? {
+        let asked = monotonicSeconds()
+        timelineRead.store(asked.bitPattern, ordering: .relaxed)
+        while true {
+            let (timeline, at) = publishedTimeline.withLock { ($0, timelinePublishedAt) }
+            if asked - at <= Self.timelinePublishInterval * 2 || monotonicSeconds() - asked >= Self.timelineWait {
+                return timeline
+            }
+            controlWake.post()
+            sleep(seconds: 0.01)
+        }
+    }
+
+    /// Seconds between the copies of the timeline `currentTimeline()` hands out while someone
+    /// reads it (within `timelineReaderGone`).
+    static let timelinePublishInterval = 0.5
+    static let timelineReaderGone = 5.0
+    /// The longest `currentTimeline()` waits for a fresh copy.
+    static let timelineWait = 0.3
     public var primaryPlayhead: Playhead? { runtime.sinks.first?.playhead }
 
     /// Graph time: the first sink's device clock.
@@ -168,7 +223,7 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
     /// (CHANGELOG.md, Earlier measurements, "jack: Looking less").
     private var nextLook: Double {
         if sizingWatermark { return 0.005 }
-        if recordsTimeline { return 0.01 }
+        if recordsTimeline && timelineWindow == nil { return 0.01 }
         if statusObserver != nil || statistics.awaitsFirstBuffer || !devicesPostNews
             || startedDevices.contains(where: \.wantsFrequentLooks)
         {
@@ -207,9 +262,24 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
 
     private func followEvents() {
         let time = graphTime
-        statistics.update(at: time, wallTime: monotonicSeconds() - wallStart)
+        let wallTime = monotonicSeconds() - wallStart
+        statistics.update(at: time, wallTime: wallTime)
         statistics.follow(runtime.sinks, observer: eventObserver)
         runtime.updateAutoWatermarks(at: time)
+        let read = Double(bitPattern: timelineRead.load(ordering: .relaxed)) - wallStart
+        if timelineWindow != nil && wallTime - read < Self.timelineReaderGone
+            && wallTime - timelinePublished >= Self.timelinePublishInterval
+        {
+            // A copy shares the arrays until the next look changes them: one copy of the
+            // window per publication, on this thread, and none under the lock.
+            timelinePublished = wallTime
+            let snapshot = statistics.timelineSoFar(graphSeconds: time)
+            let at = wallStart + wallTime
+            publishedTimeline.withLock {
+                $0 = snapshot
+                timelinePublishedAt = at
+            }
+        }
         if let statusObserver { statusObserver(status) }
     }
 

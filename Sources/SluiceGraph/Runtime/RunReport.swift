@@ -68,4 +68,9 @@ public struct PlaybackStatus: Sendable, Hashable {
     public var secondsToBuffer: Double?
     /// Seconds of audio that reached the sink's buffer so far (played or not).
     public var scheduledSeconds: Double
+    /// The watermark playback starts (and restarts after an underrun) from, in seconds; nil
+    /// while `auto` is still sizing it or `generate-first` waits for the end.
+    public var watermarkSeconds: Double? = nil
+    /// The most audio the sink's buffer holds, in seconds.
+    public var capacitySeconds: Double = 0
 }

@@ -103,7 +103,9 @@ struct RunStatistics {
         // device (its output latency) is not heard yet.
         return PlaybackStatus(
             state: playhead.state, position: Double(playhead.heardFrames) / rate,
-            bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer, scheduledSeconds: Double(written) / rate)
+            bufferedSeconds: Double(buffered) / rate, secondsToBuffer: toBuffer, scheduledSeconds: Double(written) / rate,
+            watermarkSeconds: watermark == Int.max ? nil : Double(min(watermark, playhead.capacityFrames)) / rate,
+            capacitySeconds: Double(playhead.capacityFrames) / rate)
     }
 
     mutating func record(_ event: DrainEvent, sink index: Int) {
@@ -138,15 +140,19 @@ struct RunStatistics {
         }
     }
 
+    /// The timeline as it stands at graph time `graphSeconds`, its duration and capacity set.
+    func timelineSoFar(graphSeconds: Double) -> RunTimeline? {
+        guard var timeline else { return nil }
+        timeline.duration = graphSeconds
+        if let sink = runtime.sinks.first {
+            timeline.capacitySeconds = Double(sink.playhead.capacityFrames) / Double(sink.playhead.sampleRate)
+        }
+        return timeline
+    }
+
     func report(graphSeconds: Double, wallSeconds: Double) -> RunReport {
         var report = self.report
-        if var timeline {
-            timeline.duration = graphSeconds
-            if let sink = runtime.sinks.first {
-                timeline.capacitySeconds = Double(sink.playhead.capacityFrames) / Double(sink.playhead.sampleRate)
-            }
-            report.timeline = timeline
-        }
+        report.timeline = timelineSoFar(graphSeconds: graphSeconds)
         if let sink = runtime.sinks.first {
             report.audioSeconds = Double(sink.playhead.playedFrames) / Double(sink.playhead.sampleRate)
         }

@@ -6,7 +6,8 @@ import SluiceAudio
 /// and hands it back in `RunReport.timeline`; `sluice … --timeline FILE.svg` draws it.
 ///
 /// Times are seconds on the graph clock (the sink device's time; virtual time offline), the
-/// clock every other figure of the run's report uses.
+/// clock every other figure of the run's report uses. A served graph keeps a rolling one
+/// (`window`), which its page draws while it runs (`LiveRun.currentTimeline()`).
 public struct RunTimeline: Sendable, Hashable {
     /// The buffer over one stretch of graph time: its fullest and emptiest look, so a drawing
     /// keeps the peaks however much it thins the samples out.
@@ -60,10 +61,18 @@ public struct RunTimeline: Sendable, Hashable {
     public internal(set) var utterances: [Utterance] = []
     /// The most audio the first sink can hold, in seconds (the top of the picture).
     public internal(set) var capacitySeconds = 0.0
-    /// Graph seconds the run took.
+    /// Graph seconds the run took (so far, for a timeline taken while it runs).
     public internal(set) var duration = 0.0
+    /// Where the timeline begins: 0, or for one that keeps only its last `window` seconds,
+    /// the oldest moment it still holds.
+    public internal(set) var start = 0.0
+    /// When set, only about the last this many seconds are kept: older samples, marks and
+    /// utterances are let go (a served graph's timeline, over a run of days). Nil: all of it.
+    public var window: Double?
 
-    public init() {}
+    public init(window: Double? = nil) {
+        self.window = window
+    }
 
     /// Folds one look at the buffer into the samples.
     mutating func sample(at time: Double, buffered: Double, watermark: Double?) {
@@ -74,6 +83,18 @@ public struct RunTimeline: Sendable, Hashable {
         } else {
             samples.append(Sample(time: time, minBuffered: buffered, maxBuffered: buffered, watermark: watermark))
         }
+        // Let go of what fell out of the window in steps of a quarter of it, so each look
+        // costs the same on average however long the run.
+        if let window, time - start > window * 1.25 { forget(before: time - window) }
+    }
+
+    /// Drops what happened before `time`; an utterance that was still playing then stays.
+    mutating func forget(before time: Double) {
+        guard time > start else { return }
+        start = time
+        samples.removeAll { $0.time < time }
+        marks.removeAll { $0.time < time }
+        utterances.removeAll { ($0.end ?? .infinity) < time }
     }
 
     mutating func mark(_ kind: Mark.Kind, at time: Double) {

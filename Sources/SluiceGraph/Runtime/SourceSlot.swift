@@ -51,6 +51,8 @@ final class SourceSlot: @unchecked Sendable {
 
     private(set) var isFinished = false
     private(set) var failure: SourceFailure?
+    /// `failure` for other threads (a served graph's `/metrics`, while it plays out).
+    let failureForOthers = Mutex<SourceFailure?>(nil)
     private var waitingUntil: Double?
     private var endPending = false
     // Timings: wall seconds inside `produce`, graph seconds spent waiting to be due.
@@ -186,6 +188,7 @@ final class SourceSlot: @unchecked Sendable {
             return pushEnd(at: time)
         case .failed(let failure):
             self.failure = failure
+            failureForOthers.withLock { $0 = failure }
             endPending = true
             return pushEnd(at: time)
         }

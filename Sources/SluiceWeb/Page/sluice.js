@@ -13,6 +13,7 @@ const waiting = new Map();      // request id → callback for its reply
 const controls = new Map();     // "node/parameter" → {input, output, applied}
 const spokenAt = new Map();     // first utterance of a speak → when it was sent (ms)
 const utterances = new Map();   // utterance id → its list item
+const linkFills = new Map();    // link name → its fill bar, capacity (s) and path
 
 function send(request, onReply) {
   if (!socket || socket.readyState !== WebSocket.OPEN) return false;
@@ -42,6 +43,7 @@ function drawGraph(shape) {
   document.title = `Sluice: ${shape.graph}`;
   const svg = $("graph");
   svg.replaceChildren();
+  linkFills.clear();
   const index = new Map(shape.nodes.map((node, i) => [node.name, i]));
   // Columns by longest path from a source: nodes come in topological order.
   const column = shape.nodes.map(() => 0);
@@ -69,6 +71,16 @@ function drawGraph(shape) {
     title.textContent = `${link.from}.${link.fromPort} → ${link.to}.${link.toPort}: ${link.format}` + (link.whenFull === "block" ? "" : ` (${link.whenFull})`);
     path.append(title);
     svg.append(path);
+    if (link.capacity !== null) {
+      // The link's buffer: a bar at the middle of the link, filled as the level events say.
+      const bar = document.createElementNS(svgNS, "g");
+      bar.setAttribute("class", "fill");
+      bar.setAttribute("transform", `translate(${(x1 + x2) / 2 - 20} ${(y1 + y2) / 2 - 14})`);
+      bar.innerHTML = '<rect class="room" width="40" height="6"></rect><rect class="held" width="0" height="6"></rect><title></title>';
+      bar.lastChild.textContent = `${link.name}: holds up to ${(link.capacity * 1000).toFixed(0)} ms`;
+      linkFills.set(link.name, { bar, capacity: link.capacity, title: bar.lastChild, path });
+      svg.append(bar);
+    }
   }
   shape.nodes.forEach((node, i) => {
     const group = document.createElementNS(svgNS, "g");
@@ -105,10 +117,26 @@ function drawControls(shape) {
       const applied = document.createElement("div");
       applied.className = "applied";
       let input;
-      if (parameter.type === "boolean") {
+      if (parameter.values && parameter.values.length > 0) {
+        // A number that picks one of a set (an LV2 enumeration): its values by name.
+        input = document.createElement("select");
+        for (const named of parameter.values) {
+          const option = document.createElement("option");
+          option.value = named.value;
+          option.textContent = named.label;
+          input.append(option);
+        }
+        input.value = String(parameter.value ?? parameter.values[0].value);
+        output.textContent = input.value;
+        input.addEventListener("change", () => {
+          output.textContent = input.value;
+          setParameter(node.name, parameter.name, Number(input.value));
+        });
+      } else if (parameter.type === "boolean" || (parameter.type === "integer" && parameter.minimum === 0 && parameter.maximum === 1)) {
+        // A switch: booleans, and integers 0…1 (an LV2 toggle, as x42's "enable").
         input = document.createElement("input");
         input.type = "checkbox";
-        input.checked = parameter.value === true;
+        input.checked = parameter.value === true || parameter.value === 1;
         input.addEventListener("change", () => setParameter(node.name, parameter.name, input.checked ? 1 : 0));
         output.textContent = String(input.checked);
       } else if (parameter.type === "number" || parameter.type === "integer") {
@@ -125,7 +153,7 @@ function drawControls(shape) {
           setParameter(node.name, parameter.name, Number(input.value));
         });
       } else {
-        continue; // strings, paths and choices are set in the graph file
+        continue; // strings, paths and named choices are set in the graph file (not live)
       }
       input.id = `control-${key}`;
       input.dataset.node = node.name;
@@ -205,6 +233,8 @@ function onEvent(event) {
       $("level-out").value = Math.min(1, event.peak);
       $("level-out-db").textContent = decibels(event.peak);
       $("status-position").textContent = `${event.position.toFixed(2)} s`;
+      if (event.buffered !== undefined) showBuffer(event.buffered, event.watermark);
+      for (const [name, held] of Object.entries(event.links ?? {})) showLinkFill(name, held);
       return;
     case "meter": {
       let row = document.querySelector(`[data-meter="${CSS.escape(event.node)}"]`);
@@ -266,6 +296,12 @@ function onEvent(event) {
     case "xrun":
       $("status-xruns").textContent = event.xruns;
       break;
+    case "provider-error":
+      // The provider's stream has ended: what it made plays out, then the graph ends.
+      $("speak-result").textContent = `${event.node} failed (${event.code}): ${event.message}`;
+      $("speak-result").classList.add("error");
+      logEvent(JSON.stringify(event), true);
+      return;
     case "hello":
       break;
   }
@@ -278,10 +314,40 @@ function showStatus(status) {
   $("status-position").textContent = `${status.position.toFixed(2)} s`;
   $("status-underruns").textContent = status.underruns;
   $("status-xruns").textContent = status.xruns;
-  const buffered = status.bufferedSeconds ?? 0;
-  $("buffered").max = Math.max(3, buffered);
-  $("buffered").value = buffered;
-  $("buffered-s").textContent = `${buffered.toFixed(2)} s`;
+  if (status.capacitySeconds) bufferCapacity = status.capacitySeconds;
+  showBuffer(status.bufferedSeconds ?? 0, status.watermarkSeconds);
+}
+
+// The sink's buffer against its watermark: below it the meter reads low (playback waits for
+// the watermark after an underrun), above it full.
+let bufferCapacity = 0;
+function showBuffer(buffered, watermark) {
+  const meter = $("buffered");
+  meter.max = Math.max(bufferCapacity, buffered, 0.001);
+  meter.value = buffered;
+  if (watermark !== undefined) { meter.low = watermark; meter.optimum = meter.max; }
+  meter.dataset.watermark = watermark ?? "";
+  $("buffered-s").textContent = `${buffered.toFixed(2)} s` + (watermark !== undefined ? `, starts at ${watermark.toFixed(2)}` : "");
+}
+
+function showLinkFill(name, held) {
+  const fill = linkFills.get(name);
+  if (!fill) return;
+  const share = fill.capacity > 0 ? Math.min(1, held / fill.capacity) : 0;
+  fill.bar.children[1].setAttribute("width", (40 * share).toFixed(1));
+  fill.bar.dataset.held = held;
+  fill.title.textContent = `${name}: ${(held * 1000).toFixed(1)} ms of ${(fill.capacity * 1000).toFixed(0)} ms`;
+}
+
+// MARK: Timeline
+
+// The run's last minutes as the server draws them (/timeline.svg), every two seconds while
+// the page is shown.
+function refreshTimeline() {
+  if (document.hidden) return;
+  const next = new Image();
+  next.onload = () => { $("timeline").src = next.src; };
+  next.src = withToken("/timeline.svg") + (token ? "&" : "?") + `at=${Date.now()}`;
 }
 
 // MARK: Connection
@@ -293,6 +359,8 @@ function connect() {
   socket.addEventListener("open", () => {
     $("connection").textContent = "connected";
     $("connection").className = "state open";
+    watchLevels();
+    send({ command: "status" }, showStatus);
   });
   socket.addEventListener("message", (message) => {
     let object;
@@ -311,6 +379,12 @@ function connect() {
   });
 }
 
+// Levels (ten a second) while the page is shown; a hidden page asks for none, and costs the
+// graph's process nothing for them.
+function watchLevels() {
+  send({ command: "watch", levels: !document.hidden });
+}
+
 async function start() {
   const response = await fetch(withToken("/api/graph"));
   if (!response.ok) { $("connection").textContent = await response.text(); $("connection").className = "state closed"; return; }
@@ -318,10 +392,12 @@ async function start() {
   drawGraph(shape);
   drawControls(shape);
   connect();
-  // Once a second: the position moves with the level events, underruns and xruns come as
-  // events; each request is work for the graph's process.
-  send({ command: "status" }, showStatus);
+  // Once a second (and as the socket opens): the position moves with the level events,
+  // underruns and xruns come as events; each request is work for the graph's process.
   setInterval(() => send({ command: "status" }, showStatus), 1000);
+  refreshTimeline();
+  setInterval(refreshTimeline, 2000);
+  document.addEventListener("visibilitychange", () => { watchLevels(); refreshTimeline(); });
   $("speak").addEventListener("click", () => speak(false));
   $("speak-piece").addEventListener("click", () => speak(true));
   $("speak-end").addEventListener("click", () => send({ command: "speak", text: "", more: false }));

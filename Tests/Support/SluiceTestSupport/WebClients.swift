@@ -120,6 +120,18 @@ public final class RawWebSocket: @unchecked Sendable {
         }
     }
 
+    /// The events that arrive within `seconds` (replies are skipped).
+    public func events(for seconds: Double) -> [[String: Any]] {
+        var events: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while deadline.timeIntervalSinceNow > 0, let message = receive(timeout: deadline.timeIntervalSinceNow) {
+            if let object = try? JSONSerialization.jsonObject(with: Data(message.utf8)) as? [String: Any], object["event"] != nil {
+                events.append(object)
+            }
+        }
+        return events
+    }
+
     /// Sends a request and returns its reply (events before it are skipped).
     public func request(_ text: String, timeout: Double = 10) throws -> [String: Any] {
         guard sendText(text) else { throw TestFailure("could not send \(text)") }

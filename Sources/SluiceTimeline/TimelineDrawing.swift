@@ -1,22 +1,44 @@
 import Foundation
 import SluiceGraph
 
-/// `--timeline FILE.svg`: draws a run's `RunTimeline` as one self-contained SVG — the first
-/// sink's buffer fill over time against its watermark, the utterances as spans with their
-/// text, underruns, xruns, first audio and the end as marks. Every mark is an element with a
-/// class (`first-audio`, `underrun`, `xrun`, `utterance`, `watermark`, `buffer-fill`, …) and
-/// its time in a `data-` attribute, so scripts can read the picture back as well as look.
-struct TimelineDrawing {
+/// Draws a run's `RunTimeline` as one self-contained SVG (`--timeline FILE.svg`, and the
+/// page of `serve --http`) — the first sink's buffer fill over time against its watermark,
+/// the utterances as spans with their text, underruns, xruns, first audio and the end as
+/// marks. Every mark is an element with a class (`first-audio`, `underrun`, `xrun`,
+/// `utterance`, `watermark`, `buffer-fill`, …) and its time in a `data-` attribute, so
+/// scripts can read the picture back as well as look. A timeline that keeps only its last
+/// stretch (`RunTimeline.window`) is drawn from where it begins (`data-start`).
+public struct TimelineDrawing: Sendable {
     /// One utterance as drawn: its text and where it played.
-    struct Span {
-        var text: String
-        var start: Double
-        var end: Double?
+    public struct Span: Sendable {
+        public var text: String
+        public var start: Double
+        public var end: Double?
+
+        public init(text: String, start: Double, end: Double?) {
+            self.text = text
+            self.start = start
+            self.end = end
+        }
     }
 
     let timeline: RunTimeline
     let title: String
     let spans: [Span]
+
+    public init(timeline: RunTimeline, title: String, spans: [Span]) {
+        self.timeline = timeline
+        self.title = title
+        self.spans = spans
+    }
+
+    /// The spans of a timeline's utterances with their text from `text` (by utterance id);
+    /// those without one are named by their number.
+    public static func spans(of timeline: RunTimeline, texts: [UInt32: String]) -> [Span] {
+        timeline.utterances.map { utterance in
+            Span(text: texts[utterance.id] ?? "utterance \(utterance.id)", start: utterance.start, end: utterance.end)
+        }
+    }
 
     // The layout, in SVG user units (pixels).
     private let width = 960.0
@@ -28,13 +50,16 @@ struct TimelineDrawing {
     private var plotWidth: Double { width - left - right }
     private var chartBottom: Double { chartTop + chartHeight }
 
-    /// The graph seconds the picture spans: the run, or whatever it recorded past that.
+    /// The graph second the picture ends at: the run's end, or whatever it recorded past that.
     private var duration: Double {
         let lastSample = timeline.samples.last?.time ?? 0
         let lastMark = timeline.marks.map(\.time).max() ?? 0
         let lastSpan = spans.map { $0.end ?? $0.start }.max() ?? 0
-        return max(timeline.duration, lastSample, lastMark, lastSpan, 0.001)
+        return max(timeline.duration, lastSample, lastMark, lastSpan, start + 0.001)
     }
+
+    /// The graph second the picture begins at: 0, or where a rolling timeline begins.
+    private var start: Double { timeline.start }
 
     /// The top of the fill scale: a little above the fullest buffer and the watermark.
     private var topSeconds: Double {
@@ -43,19 +68,19 @@ struct TimelineDrawing {
         return Self.niceCeiling(max(peak, watermark, 0.01) * 1.1)
     }
 
-    private func x(_ time: Double) -> Double { left + min(max(time, 0), duration) / duration * plotWidth }
+    private func x(_ time: Double) -> Double { left + (min(max(time, start), duration) - start) / (duration - start) * plotWidth }
     private func y(_ seconds: Double) -> Double { chartBottom - min(max(seconds, 0), topSeconds) / topSeconds * chartHeight }
 
     // MARK: The picture
 
-    func svg() -> String {
+    public func svg() -> String {
         let rows = spanRows()
         let laneTop = chartBottom + 34
         let height = rows.isEmpty ? chartBottom + 30 : laneTop + Double(rows.count) * laneHeight + 12
         var out = """
             <?xml version="1.0" encoding="UTF-8"?>
             <svg xmlns="http://www.w3.org/2000/svg" width="\(n(width))" height="\(n(height))" viewBox="0 0 \(n(width)) \(n(height))" \
-            font-family="sans-serif" font-size="11" data-duration="\(precise(duration))">
+            font-family="sans-serif" font-size="11" data-duration="\(precise(duration))" data-start="\(precise(start))">
 
             """
         out += "<title>\(escaped(title))</title>\n"
@@ -78,10 +103,14 @@ struct TimelineDrawing {
         var parts: [String] = []
         if let first = timeline.marks.first(where: { $0.kind == .firstAudio }) {
             parts.append(String(format: "first audio at %.0f ms", first.time * 1000))
-        } else {
+        } else if start == 0 {
             parts.append("no audio played")
         }
-        parts.append(String(format: "%.2f s run", duration))
+        if start > 0 {
+            parts.append(String(format: "the last %.0f s of a %.0f s run", duration - start, duration))
+        } else {
+            parts.append(String(format: "%.2f s run", duration))
+        }
         let underruns = timeline.marks.filter { $0.kind == .underrunStart }.count
         parts.append("\(underruns) underrun\(underruns == 1 ? "" : "s")")
         let xruns = timeline.marks.filter { $0.kind == .xrun }.count
@@ -108,8 +137,8 @@ struct TimelineDrawing {
         var out = "<g class=\"axes\" stroke=\"#999999\" fill=\"none\">\n"
         out += "<rect x=\"\(n(left))\" y=\"\(n(chartTop))\" width=\"\(n(plotWidth))\" height=\"\(n(chartHeight))\"/>\n"
         out += "</g>\n<g class=\"ticks\" fill=\"#444444\">\n"
-        let timeStep = Self.niceStep(duration / 8)
-        var tick = 0.0
+        let timeStep = Self.niceStep((duration - start) / 8)
+        var tick = (start / timeStep).rounded(.up) * timeStep
         while tick <= duration + timeStep * 1e-9 {
             out += "<line x1=\"\(n(x(tick)))\" y1=\"\(n(chartBottom))\" x2=\"\(n(x(tick)))\" y2=\"\(n(chartBottom + 4))\" stroke=\"#999999\"/>"
             out += "<text x=\"\(n(x(tick)))\" y=\"\(n(chartBottom + 16))\" text-anchor=\"middle\">\(Self.seconds(tick, step: timeStep))</text>\n"
@@ -151,19 +180,35 @@ struct TimelineDrawing {
     private func watermark() -> String {
         var path = ""
         var previous: Double??
+        // The last sample of the level drawn so far: a level is drawn to where it ends, not
+        // through every sample on it.
+        var levelEnd: Double?
+        func endLevel(at value: Double) {
+            if let end = levelEnd { path += " L\(n(x(end))),\(n(y(value)))" }
+            levelEnd = nil
+        }
         for sample in timeline.samples {
             guard let value = sample.watermark else {
+                if case let last?? = previous { endLevel(at: last) }
                 previous = .some(nil)
                 continue
             }
             if case let last?? = previous {
-                if last != value { path += " L\(n(x(sample.time))),\(n(y(last))) L\(n(x(sample.time))),\(n(y(value)))" }
+                if last != value {
+                    endLevel(at: last)
+                    path += " L\(n(x(sample.time))),\(n(y(last))) L\(n(x(sample.time))),\(n(y(value)))"
+                } else {
+                    levelEnd = sample.time
+                    continue
+                }
             } else {
                 path += " M\(n(x(sample.time))),\(n(y(value)))"
             }
             previous = .some(value)
+            levelEnd = nil
             path += " L\(n(x(sample.time))),\(n(y(value)))"
         }
+        if case let last?? = previous { endLevel(at: last) }
         guard !path.isEmpty, let last = timeline.samples.last(where: { $0.watermark != nil })?.watermark else { return "" }
         return "<path class=\"watermark\" data-seconds=\"\(precise(last))\" d=\"\(path.dropFirst())\" fill=\"none\" stroke=\"#756bb1\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n"
     }
@@ -245,9 +290,27 @@ struct TimelineDrawing {
     // MARK: Numbers and text
 
     /// A coordinate: two decimals are finer than any screen.
-    private func n(_ value: Double) -> String { String(format: "%.2f", value) }
+    private func n(_ value: Double) -> String { Self.fixed(value, decimals: 2) }
     /// A time or an amount read back by scripts: to the microsecond.
-    private func precise(_ value: Double) -> String { String(format: "%.6f", value) }
+    private func precise(_ value: Double) -> String { Self.fixed(value, decimals: 6) }
+
+    /// `value` with `decimals` decimals (at most 6), as `%.Nf` writes it but for ties, without
+    /// Foundation's formatter: a picture of a long run has tens of thousands of numbers.
+    static func fixed(_ value: Double, decimals: Int) -> String {
+        let scale = [1.0, 10, 100, 1_000, 10_000, 100_000, 1_000_000][min(max(decimals, 0), 6)]
+        // Coordinates and times are far inside this; anything beyond is clamped, not trapped.
+        let scaled = (min(max(value.isFinite ? value : 0, -1e12), 1e12) * scale).rounded()
+        let units = Int64(abs(scaled))
+        let whole = units / Int64(scale)
+        var text = scaled < 0 ? "-" : ""
+        text += String(whole)
+        guard decimals > 0 else { return text }
+        let fraction = String(units - whole * Int64(scale))
+        text += "."
+        text += String(repeating: "0", count: decimals - fraction.count)
+        text += fraction
+        return text
+    }
 
     /// `&`, `<`, `>` and quotes as XML entities: text from users goes into elements and attributes.
     private func escaped(_ text: String) -> String {
