@@ -264,17 +264,31 @@ public final class ServedGraph: Sendable {
         let peak = peak.isFinite ? peak : 0
         let links = fills.map { ($0.link, ($0.heldSeconds * 10_000).rounded() / 10_000) }.sorted { $0.0 < $1.0 }
         var fields: [String: any Sendable] = ["peak": peak, "position": status.position, "buffered": status.bufferedSeconds]
-        var members: [(String, JSONValue?)] = [("buffered", .number(status.bufferedSeconds)), ("event", "level")]
+        var json = JSONWriter()
+        json.raw(#"{"buffered":"#)
+        json.number(status.bufferedSeconds)
+        json.raw(#","event":"level""#)
         if !links.isEmpty {
             fields["links"] = Dictionary(links, uniquingKeysWith: { $1 })
-            members.append(("links", .object(links.map { JSONValue.Member($0.0, .number($0.1)) })))
+            json.raw(#","links":{"#)
+            for (index, (link, held)) in links.enumerated() {
+                if index > 0 { json.raw(",") }
+                json.key(link)
+                json.number(held)
+            }
+            json.raw("}")
         }
-        members += [("peak", .number(peak)), ("position", .number(status.position))]
+        json.raw(#","peak":"#)
+        json.number(peak)
+        json.raw(#","position":"#)
+        json.number(status.position)
         if let watermark = status.watermarkSeconds {
             fields["watermark"] = watermark
-            members.append(("watermark", .number(watermark)))
+            json.raw(#","watermark":"#)
+            json.number(watermark)
         }
-        return EncodedEvent("level", fields, json: JSONValue.object(members).compactText)
+        json.raw("}")
+        return EncodedEvent("level", fields, json: json.text)
     }
 
     /// A `parameter` event's fields.

@@ -283,12 +283,73 @@ public enum ControlJSON {
         return encode(object)
     }
 
-    /// One line of JSON, keys sorted.
+    /// One line of JSON, each object's keys sorted by their bytes; a number that is not finite
+    /// is `null`. Written by hand: replies and events go out many times a second, and
+    /// Foundation's encoder sorts keys through a locale's collation, at many times the
+    /// cost. A value of a type it does not know (none that Sluice sends) goes through
+    /// Foundation's.
     public static func encode(_ object: [String: Any]) -> String {
+        var writer = JSONWriter()
+        if write(object, to: &writer) { return writer.text }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
             return #"{"error":{"code":"internal","message":"the reply could not be encoded"},"ok":false}"#
         }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Writes `value`; false for a value of a type it does not know.
+    private static func write(_ value: Any, to writer: inout JSONWriter) -> Bool {
+        // Swift's own scalars by their exact type first (a `Bool` or an `Int` may also cast to
+        // NSNumber, and an NSNumber to either), classes last and by type: casting a Swift
+        // dictionary to a class bridges all of it to an NSDictionary before it fails.
+        switch value {
+        case let text as String: writer.string(text)
+        case let flag as Bool where type(of: value) == Bool.self: writer.bool(flag)
+        case let number as Int where type(of: value) == Int.self: writer.integer(number)
+        case let number as Double where type(of: value) == Double.self: writer.number(number)
+        case let number as Float where type(of: value) == Float.self: writer.number(Double(number))
+        case let number as Int64 where type(of: value) == Int64.self: writer.integer(number)
+        case let number as UInt64 where type(of: value) == UInt64.self: writer.integer(number)
+        case let number as Int32 where type(of: value) == Int32.self: writer.integer(number)
+        case let number as UInt32 where type(of: value) == UInt32.self: writer.integer(number)
+        case let object as [String: Any]:
+            writer.raw("{")
+            for (index, key) in object.keys.sorted().enumerated() {
+                if index > 0 { writer.raw(",") }
+                writer.key(key)
+                guard write(object[key]!, to: &writer) else { return false }
+            }
+            writer.raw("}")
+        case let items as [Any]:
+            writer.raw("[")
+            for (index, item) in items.enumerated() {
+                if index > 0 { writer.raw(",") }
+                guard write(item, to: &writer) else { return false }
+            }
+            writer.raw("]")
+        case _ where type(of: value) is NSNumber.Type:
+            // What Foundation's parser made: CFBoolean reports the "c" type, whole numbers
+            // an integer type.
+            let number = value as! NSNumber
+            switch String(cString: number.objCType) {
+            case "c": writer.bool(number.boolValue)
+            case "q", "l", "i", "s": writer.integer(number.int64Value)
+            case "Q", "L", "I", "S", "C": writer.integer(number.uint64Value)
+            default: writer.number(number.doubleValue)
+            }
+        case let json as JSONValue: json.write(to: &writer)
+        case _ where type(of: value) is NSNull.Type: writer.null()
+        default:
+            // An optional: nil is null, anything else what it holds.
+            let mirror = Mirror(reflecting: value)
+            guard mirror.displayStyle == .optional else { return false }
+            guard let wrapped = mirror.children.first?.value else {
+                writer.null()
+                return true
+            }
+            return write(wrapped, to: &writer)
+        }
+        return true
     }
 }
 

@@ -109,6 +109,7 @@ struct WebSite: Sendable {
                 channel.pipeline.removeHandler(name: "sluice-idle").flatMap {
                     channel.pipeline.removeHandler(name: "sluice-http")
                 }.flatMapThrowing {
+                    try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: WebClient.waterMark)
                     try channel.pipeline.syncOperations.addHandler(
                         NIOWebSocketFrameAggregator(
                             minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: ControlJSON.maximumLineBytes))

@@ -5,19 +5,22 @@ import NIOWebSocket
 import SluiceControl
 import Synchronization
 
-/// One page's WebSocket as the rest of Sluice sees it: what is written to it, and how much
-/// waits unwritten. Events are dropped (and counted, in the `dropped` field of the next one
-/// that goes) while more than `eventLimit` bytes wait: a page that stops reading costs the
-/// graph nothing. Replies are never dropped; a page with that much unread is not read from
-/// until it catches up (`WebSocketSession`).
+/// One page's WebSocket as the rest of Sluice sees it: what is written to it. Events are
+/// dropped (and counted, in the `dropped` field of the next one that goes) while its channel
+/// is not writable, more than `eventLimit` bytes waiting (its write buffer's high-water mark):
+/// a page that stops reading costs the graph nothing. Replies are never dropped; a page with
+/// that much unread is not read from until it catches up (`WebSocketSession`).
 ///
 /// Threading: [thread-safe].
 final class WebClient: Sendable {
     /// The most bytes of events that may wait for one page.
     static let eventLimit = 256 * 1024
 
+    /// The write buffer's marks: unwritable above `eventLimit` bytes waiting, writable again
+    /// below half of it.
+    static let waterMark = ChannelOptions.Types.WriteBufferWaterMark(low: eventLimit / 2, high: eventLimit)
+
     let channel: any Channel
-    private let waiting = Atomic<Int>(0)
     private let dropped = Atomic<Int>(0)
 
     init(channel: any Channel) { self.channel = channel }
@@ -36,7 +39,9 @@ final class WebClient: Sendable {
     /// Sends an event unless too much waits; false when it was dropped.
     @discardableResult
     func send(event: EncodedEvent) -> Bool {
-        guard waiting.load(ordering: .relaxed) < Self.eventLimit else {
+        // Read from any thread: NIO keeps a channel's writability in an atomic. One page's
+        // burst between two turns of its event loop may overshoot the mark by those events.
+        guard channel.isWritable else {
             dropped.add(1, ordering: .relaxed)
             return false
         }
@@ -46,12 +51,8 @@ final class WebClient: Sendable {
     }
 
     private func write(_ text: String) {
-        let count = text.utf8.count
-        waiting.add(count, ordering: .relaxed)
         let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(string: text))
-        let promise = channel.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.whenComplete { [self] _ in waiting.subtract(count, ordering: .relaxed) }
-        channel.writeAndFlush(frame, promise: promise)
+        channel.writeAndFlush(frame, promise: nil)
     }
 
     func close() { channel.close(promise: nil) }

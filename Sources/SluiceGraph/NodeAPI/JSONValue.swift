@@ -69,30 +69,34 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByDictionaryLiteral, Expre
 
     /// The text on one line with no spaces: a message on a socket.
     public var compactText: String {
-        var output = ""
-        writeCompact(into: &output)
-        return output
+        var writer = JSONWriter()
+        write(to: &writer)
+        return writer.text
     }
 
-    private func writeCompact(into output: inout String) {
+    /// Writes the value on one line with no spaces.
+    public func write(to writer: inout JSONWriter) {
         switch self {
+        case .null: writer.null()
+        case .bool(let value): writer.bool(value)
+        case .integer(let value): writer.integer(value)
+        case .number(let value): writer.number(value)
+        case .string(let value): writer.string(value)
         case .array(let items):
-            output += "["
+            writer.raw("[")
             for (index, item) in items.enumerated() {
-                if index > 0 { output += "," }
-                item.writeCompact(into: &output)
+                if index > 0 { writer.raw(",") }
+                item.write(to: &writer)
             }
-            output += "]"
+            writer.raw("]")
         case .object(let members):
-            output += "{"
+            writer.raw("{")
             for (index, member) in members.enumerated() {
-                if index > 0 { output += "," }
-                output += Self.quoted(member.key) + ":"
-                member.value.writeCompact(into: &output)
+                if index > 0 { writer.raw(",") }
+                writer.key(member.key)
+                member.value.write(to: &writer)
             }
-            output += "}"
-        default:
-            write(into: &output, indent: "")
+            writer.raw("}")
         }
     }
 
@@ -153,20 +157,8 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByDictionaryLiteral, Expre
 
     /// A JSON string: quotes, backslashes and control characters escaped, the rest as it is.
     static func quoted(_ text: String) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
+        var writer = JSONWriter(capacity: text.utf8.count + 2)
+        writer.string(text)
+        return writer.text
     }
 }

@@ -305,7 +305,15 @@ function onEvent(event) {
     case "hello":
       break;
   }
+  if (stateChanges.has(event.event)) refreshStatus();
   logEvent(JSON.stringify(event));
+}
+
+// Events after which the state shown (playing, buffering, paused, finished) may have changed.
+const stateChanges = new Set(["utterance-started", "utterance-ended", "cancelled", "underrun", "paused", "resumed", "reloaded"]);
+
+function refreshStatus() {
+  if (socket?.readyState === WebSocket.OPEN) send({ command: "status" }, showStatus);
 }
 
 function showStatus(status) {
@@ -341,8 +349,8 @@ function showLinkFill(name, held) {
 
 // MARK: Timeline
 
-// The run's last minutes as the server draws them (/timeline.svg), every two seconds while
-// the page is shown.
+// The run's last minutes as the server draws them (/timeline.svg), every five seconds while
+// the page is shown (a minute of the picture is about a centimetre: new detail shows slowly).
 function refreshTimeline() {
   if (document.hidden) return;
   const next = new Image();
@@ -392,11 +400,12 @@ async function start() {
   drawGraph(shape);
   drawControls(shape);
   connect();
-  // Once a second (and as the socket opens): the position moves with the level events,
-  // underruns and xruns come as events; each request is work for the graph's process.
-  setInterval(() => send({ command: "status" }, showStatus), 1000);
+  // The position and the buffer move with the level events, underruns and xruns come as
+  // events, and what changes the state asks for status at once (onEvent): the rest every few
+  // seconds. Each request is work for the graph's process.
+  setInterval(refreshStatus, 5000);
   refreshTimeline();
-  setInterval(refreshTimeline, 2000);
+  setInterval(refreshTimeline, 5000);
   document.addEventListener("visibilitychange", () => { watchLevels(); refreshTimeline(); });
   $("speak").addEventListener("click", () => speak(false));
   $("speak-piece").addEventListener("click", () => speak(true));
