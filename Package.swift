@@ -335,7 +335,12 @@ let package = Package(
             dependencies: ["SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio", "SluiceRT", "SluiceTestSupport"]
         ),
         .testTarget(name: "SluiceConfigTests", dependencies: ["SluiceConfig", "SluiceGraph"]),
-        .testTarget(name: "SluiceWebTests", dependencies: ["SluiceWeb"]),
+        .testTarget(
+            name: "SluiceWebTests",
+            dependencies: [
+                "SluiceWeb", "SluiceControl", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]),
         .testTarget(name: "SluiceTimelineTests", dependencies: ["SluiceTimeline", "SluiceGraph"]),
         .testTarget(name: "SluiceControlTests", dependencies: ["SluiceControl", "SluiceGraph"]),
         .testTarget(name: "SluiceTestKitTests", dependencies: ["SluiceTestKit", "SluiceGraph", "SluiceNodes", "SluiceAudio"]),

@@ -46,6 +46,12 @@ public final class EventStream: Sendable {
         emit(EncodedEvent(event, fields))
     }
 
+    /// Tells every listener that the control loop finished a look: one that holds events back
+    /// to send several at once sends those that have waited long enough.
+    public func lookEnded() {
+        for listener in listeners.withLock({ $0 }) where listener.isListening { listener.lookEnded() }
+    }
+
     /// Sends an event whose JSON may be written already (`EncodedEvent(_:_:json:)`).
     public func emit(_ encoded: EncodedEvent) {
         let event = encoded.name
@@ -105,4 +111,11 @@ public protocol EventListener: AnyObject, Sendable {
     /// Whether anyone listening wants `level` and `meter` events.
     var wantsLevels: Bool { get }
     func deliver(_ event: EncodedEvent)
+    /// The control loop finished a look (about every 50 ms while the graph runs): events held
+    /// back to go out together should not wait past the next one.
+    func lookEnded()
+}
+
+extension EventListener {
+    public func lookEnded() {}
 }

@@ -191,6 +191,7 @@ public final class ServedGraph: Sendable {
         }
 
         func look() {
+            defer { events.lookEnded() }
             // Peaks are measured on the device thread only while a watcher wants levels.
             let levels = events.wantsLevels
             for playhead in run.playheads { playhead.meterPeaks(levels) }

@@ -23,13 +23,25 @@ final class WebClient: Sendable {
     let channel: any Channel
     private let dropped = Atomic<Int>(0)
 
+    /// Messages waiting to be written, since when the oldest has waited, and whether a write
+    /// of them is on its way to the event loop.
+    private struct Outbox {
+        var texts: [String] = []
+        var since: UInt64 = 0
+        var writing = false
+    }
+    private let outbox = Mutex<Outbox>(Outbox())
+
+    /// The longest an event waits for company while the page takes levels.
+    static let longestWait = 0.1
+
     init(channel: any Channel) { self.channel = channel }
 
     var isOpen: Bool { channel.isActive }
 
-    /// Sends a reply (never dropped).
+    /// Sends a reply (never dropped), with the events that wait before it.
     func send(reply text: String) {
-        write(text)
+        enqueue(text, writeNow: true)
     }
 
     /// Whether the page wants `level`, `meter` and `control-output` events: a page asks for
@@ -37,6 +49,11 @@ final class WebClient: Sendable {
     let wantsLevels = Atomic<Bool>(true)
 
     /// Sends an event unless too much waits; false when it was dropped.
+    ///
+    /// Each write costs the event loop a wake-up, which costs far more than the bytes: so
+    /// while the page takes levels, other events wait for the next level event (ten a second)
+    /// and go out with it in one write, and a look of the control loop sends any that waited
+    /// `longestWait` (`flushWaiting`). A page without levels gets each event at once.
     @discardableResult
     func send(event: EncodedEvent) -> Bool {
         // Read from any thread: NIO keeps a channel's writability in an atomic. One page's
@@ -46,13 +63,46 @@ final class WebClient: Sendable {
             return false
         }
         let lost = dropped.exchange(0, ordering: .relaxed)
-        write(event.json(adding: lost > 0 ? ["dropped": lost] : [:]))
+        let now = EventStream.levelEvents.contains(event.name) || !wantsLevels.load(ordering: .relaxed)
+        enqueue(event.json(adding: lost > 0 ? ["dropped": lost] : [:]), writeNow: now)
         return true
     }
 
-    private func write(_ text: String) {
-        let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(string: text))
-        channel.writeAndFlush(frame, promise: nil)
+    /// Writes what waits, if the oldest has waited `seconds` or more.
+    func flushWaiting(after seconds: Double) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = outbox.withLock { box -> Bool in
+            guard !box.texts.isEmpty, !box.writing, Double(now &- box.since) >= seconds * 1e9 else { return false }
+            box.writing = true
+            return true
+        }
+        if due { channel.eventLoop.execute { [self] in writeWaiting() } }
+    }
+
+    private func enqueue(_ text: String, writeNow: Bool) {
+        let start = outbox.withLock { box -> Bool in
+            if box.texts.isEmpty { box.since = DispatchTime.now().uptimeNanoseconds }
+            box.texts.append(text)
+            guard writeNow, !box.writing else { return false }
+            box.writing = true
+            return true
+        }
+        if start { channel.eventLoop.execute { [self] in writeWaiting() } }
+    }
+
+    /// On the event loop: every waiting message as a frame of its own, in order, one flush.
+    private func writeWaiting() {
+        let texts = outbox.withLock { box -> [String] in
+            defer {
+                box.texts.removeAll(keepingCapacity: true)
+                box.writing = false
+            }
+            return box.texts
+        }
+        for text in texts {
+            channel.write(WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(string: text)), promise: nil)
+        }
+        channel.flush()
     }
 
     func close() { channel.close(promise: nil) }
@@ -68,10 +118,19 @@ final class WebEventHub: EventListener {
 
     func remove(_ client: WebClient) { clients.withLock { $0.removeAll { $0 === client } } }
 
-    /// Closes every page's connection; nothing more is written to any.
+    /// Closes every page's connection, after what waits for it; nothing more is written to
+    /// any.
     func closeAll() {
         closed.store(true, ordering: .releasing)
-        for client in clients.withLock({ $0 }) { client.close() }
+        for client in clients.withLock({ $0 }) {
+            client.flushWaiting(after: 0)
+            client.close()
+        }
+    }
+
+    /// Events that waited for company long enough go out now.
+    func lookEnded() {
+        for client in clients.withLock({ $0 }) where client.isOpen { client.flushWaiting(after: WebClient.longestWait) }
     }
 
     /// Set by `closeAll`: the server is stopping.

@@ -78,7 +78,8 @@ function drawGraph(shape) {
       bar.setAttribute("transform", `translate(${(x1 + x2) / 2 - 20} ${(y1 + y2) / 2 - 14})`);
       bar.innerHTML = '<rect class="room" width="40" height="6"></rect><rect class="held" width="0" height="6"></rect><title></title>';
       bar.lastChild.textContent = `${link.name}: holds up to ${(link.capacity * 1000).toFixed(0)} ms`;
-      linkFills.set(link.name, { bar, capacity: link.capacity, title: bar.lastChild, path });
+      linkFills.set(link.name, { bar, capacity: link.capacity, title: bar.lastChild, path, held: undefined, width: undefined });
+      bar.addEventListener("pointerenter", () => describeLinkFill(link.name));
       svg.append(bar);
     }
   }
@@ -230,9 +231,9 @@ function utteranceItem(id) {
 function onEvent(event) {
   switch (event.event) {
     case "level":
-      $("level-out").value = Math.min(1, event.peak);
-      $("level-out-db").textContent = decibels(event.peak);
-      $("status-position").textContent = `${event.position.toFixed(2)} s`;
+      setValue($("level-out"), Math.min(1, event.peak));
+      setText($("level-out-db"), decibels(event.peak));
+      setText($("status-position"), `${event.position.toFixed(2)} s`);
       if (event.buffered !== undefined) showBuffer(event.buffered, event.watermark);
       for (const [name, held] of Object.entries(event.links ?? {})) showLinkFill(name, held);
       return;
@@ -249,8 +250,8 @@ function onEvent(event) {
       // Levels in dB, silence at the floor (−200): the loudest channel's peak, and its RMS.
       const peakDb = Math.max(...(event.channels ?? []).map((c) => c["peak-db"]));
       const rmsDb = Math.max(...(event.channels ?? []).map((c) => c["rms-db"]));
-      row.children[1].value = peakDb > -120 ? Math.min(1, Math.pow(10, peakDb / 20)) : 0;
-      row.children[2].textContent = peakDb > -120 ? `${peakDb.toFixed(1)} dB peak, ${rmsDb.toFixed(1)} RMS` : "−∞ dB";
+      setValue(row.children[1], peakDb > -120 ? Math.min(1, Math.pow(10, peakDb / 20)) : 0);
+      setText(row.children[2], peakDb > -120 ? `${peakDb.toFixed(1)} dB peak, ${rmsDb.toFixed(1)} RMS` : "−∞ dB");
       return;
     }
     case "control-output":
@@ -318,10 +319,10 @@ function refreshStatus() {
 
 function showStatus(status) {
   if (!status.ok) return;
-  $("status-state").textContent = status.paused ? "paused" : status.state;
-  $("status-position").textContent = `${status.position.toFixed(2)} s`;
-  $("status-underruns").textContent = status.underruns;
-  $("status-xruns").textContent = status.xruns;
+  setText($("status-state"), status.paused ? "paused" : status.state);
+  setText($("status-position"), `${status.position.toFixed(2)} s`);
+  setText($("status-underruns"), String(status.underruns));
+  setText($("status-xruns"), String(status.xruns));
   if (status.capacitySeconds) bufferCapacity = status.capacitySeconds;
   showBuffer(status.bufferedSeconds ?? 0, status.watermarkSeconds);
 }
@@ -331,20 +332,42 @@ function showStatus(status) {
 let bufferCapacity = 0;
 function showBuffer(buffered, watermark) {
   const meter = $("buffered");
-  meter.max = Math.max(bufferCapacity, buffered, 0.001);
-  meter.value = buffered;
-  if (watermark !== undefined) { meter.low = watermark; meter.optimum = meter.max; }
-  meter.dataset.watermark = watermark ?? "";
-  $("buffered-s").textContent = `${buffered.toFixed(2)} s` + (watermark !== undefined ? `, starts at ${watermark.toFixed(2)}` : "");
+  const max = Math.max(bufferCapacity, buffered, 0.001);
+  if (meter.max !== max) meter.max = max;
+  setValue(meter, buffered);
+  if (watermark !== undefined && meter.low !== watermark) { meter.low = watermark; meter.optimum = meter.max; }
+  if (meter.dataset.watermark !== String(watermark ?? "")) meter.dataset.watermark = watermark ?? "";
+  setText($("buffered-s"), `${buffered.toFixed(2)} s` + (watermark !== undefined ? `, starts at ${watermark.toFixed(2)}` : ""));
 }
 
+// A link's fill ten times a second: the bar is redrawn only when its width changes by half a
+// pixel or more (redrawing the graph is most of what an open page costs its browser), and its
+// tooltip says the latest figure when the pointer comes over it.
 function showLinkFill(name, held) {
   const fill = linkFills.get(name);
   if (!fill) return;
+  fill.held = held;
   const share = fill.capacity > 0 ? Math.min(1, held / fill.capacity) : 0;
-  fill.bar.children[1].setAttribute("width", (40 * share).toFixed(1));
+  const width = (Math.round(80 * share) / 2).toFixed(1);
+  if (width === fill.width) return;
+  fill.width = width;
+  fill.bar.children[1].setAttribute("width", width);
   fill.bar.dataset.held = held;
-  fill.title.textContent = `${name}: ${(held * 1000).toFixed(1)} ms of ${(fill.capacity * 1000).toFixed(0)} ms`;
+}
+
+function describeLinkFill(name) {
+  const fill = linkFills.get(name);
+  fill.title.textContent = `${name}: ${((fill.held ?? 0) * 1000).toFixed(1)} ms of ${(fill.capacity * 1000).toFixed(0)} ms`;
+}
+
+// What changes ten times a second is written only when it differs from what is shown: an
+// unchanged text or meter then costs the browser no layout and no paint.
+function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+function setValue(meter, value) {
+  if (Math.abs(meter.value - value) >= 0.002 * (meter.max - meter.min) || (value === 0) !== (meter.value === 0)) meter.value = value;
 }
 
 // MARK: Timeline
