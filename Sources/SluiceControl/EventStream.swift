@@ -111,7 +111,7 @@ public protocol EventListener: AnyObject, Sendable {
     /// Whether anyone listening wants `level` and `meter` events.
     var wantsLevels: Bool { get }
     func deliver(_ event: EncodedEvent)
-    /// The control loop finished a look (about every 50 ms while the graph runs): events held
+    /// The control loop finished a look (several a second while the graph runs): events held
     /// back to go out together should not wait past the next one.
     func lookEnded()
 }
