@@ -93,11 +93,10 @@ final class WebClient: Sendable {
     /// On the event loop: every waiting message as a frame of its own, in order, one flush.
     private func writeWaiting() {
         let texts = outbox.withLock { box -> [String] in
-            defer {
-                box.texts.removeAll(keepingCapacity: true)
-                box.writing = false
-            }
-            return box.texts
+            let texts = box.texts
+            box.texts = []
+            box.writing = false
+            return texts
         }
         for text in texts {
             channel.write(WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(string: text)), promise: nil)
