@@ -151,6 +151,10 @@ let package = Package(
         // The LADSPA header only: each plugin library is opened with dlopen.
         .systemLibrary(name: "CLadspa", providers: [.apt(["ladspa-sdk"])]),
         systemLibrary("CEbur128", pkgConfig: "libebur128", apt: "libebur128-dev"),
+        // ICU's sentence break iterator (libicu-dev): where the speech layer's chunker ends
+        // sentences. A C target, not a system library, so ICU's headers stay out of Swift's
+        // sight (Foundation's copy of them would clash).
+        .target(name: "CICU", linkerSettings: [.linkedLibrary("icuuc")]),
         // lilv (LV2 discovery, presets, state) and the LV2 headers.
         .systemLibrary(name: "CLilv", pkgConfig: "lilv-0", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
 
@@ -196,7 +200,7 @@ let package = Package(
         .target(
             name: "SluiceSpeech",
             dependencies: [
-                "SluiceAudio", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceJACK", "SluicePlugins", "SluiceHost",
+                "SluiceAudio", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceJACK", "SluicePlugins", "SluiceHost", "CICU",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -117,7 +117,10 @@ public final class ServedGraph: Sendable {
         self.extraStatus = extraStatus
         self.xruns = xruns
         self.quit = quit
-        spoken.withLock { spoken in for name in speakerNames { spoken[name] = ReplyLedger() } }
+        let languages = Dictionary(uniqueKeysWithValues: graph.nodes.filter { speakers[$0.name] != nil }.map {
+            ($0.name, SentenceChunker.language(ofParameters: $0.parameters.values))
+        })
+        spoken.withLock { spoken in for name in speakerNames { spoken[name] = ReplyLedger(language: languages[name] ?? nil) } }
         run.timelineWindow = Self.timelineWindow
         followRun()
     }
@@ -649,6 +652,8 @@ public final class ServedGraph: Sendable {
             for playhead in run.playheads { playhead.discard(untilUtterance: next) }
             var ledger = spoken[name] ?? ReplyLedger()
             let cut = ledger.cut(resumingAt: next)
+            // A new voice may speak another language: its sentences end by its rules.
+            if case .string(let voice)? = values["voice"] { ledger.language = SentenceChunker.language(ofVoice: voice) }
             spoken[name] = ledger
             var fields: [String: any Sendable] = [
                 "node": name, "heard": cut.heard.joined(separator: " "), "unheard": cut.unheard, "granularity": cut.granularity,

@@ -20,12 +20,20 @@ public struct ReplyLedger: Sendable {
     /// The first utterance a barge-in has not yet accounted for.
     private var pendingFrom = 0
     /// Cuts a reply streamed in pieces into sentences.
-    private var chunker = SentenceChunker()
+    private var chunker: SentenceChunker
+    /// The language of the texts (where their sentences end): the speaking voice's. Setting
+    /// it drops an unfinished sentence, as a cut does: set it when the voice changes.
+    public var language: String? {
+        didSet { if language != oldValue { chunker = SentenceChunker(language: language) } }
+    }
 
     /// Utterances kept for heard text at most; older ones are forgotten once heard.
     static let kept = 4_096
 
-    public init() {}
+    public init(language: String? = nil) {
+        self.language = language
+        chunker = SentenceChunker(language: language)
+    }
 
     /// The utterances one call made: ids `first ..< first + count`, and the characters of an
     /// unfinished sentence still waiting (`more`).
@@ -131,7 +139,7 @@ public struct ReplyLedger: Sendable {
         }
         count = max(count, Int(next.rawValue))
         pendingFrom = count
-        chunker = SentenceChunker()  // an unfinished sentence is dropped too
+        chunker = SentenceChunker(language: language)  // an unfinished sentence is dropped too
         return cut
     }
 

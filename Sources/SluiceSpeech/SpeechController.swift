@@ -75,7 +75,9 @@ public final class SpeechController: Sendable {
         case .file(let path): playback = try SpeechPlayback.file(graph: compiled.graph, path: path)
         }
         if configuration.recordsTimeline { playback.recordTimeline() }
-        shared = Mutex(Shared(feeder: TextFeeder(source: compiled.source, chunker: configuration.chunker)))
+        // Sentences end where the voice's language ends them, unless the caller said which.
+        let chunker = configuration.chunker.language == nil ? configuration.chunker.speaking(compiled.language) : configuration.chunker
+        shared = Mutex(Shared(feeder: TextFeeder(source: compiled.source, chunker: chunker)))
     }
 
     // MARK: State

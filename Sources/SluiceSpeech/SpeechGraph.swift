@@ -130,6 +130,8 @@ public enum SpeechGraph {
         let graph: CompiledGraph
         let sourceName: String
         let source: any TextDrivenSource
+        /// The language its voice speaks, when the voice is named by one: where sentences end.
+        let language: String?
     }
 
     /// The node types Sluice ships as plugins, and the product that builds each.
@@ -185,6 +187,8 @@ public enum SpeechGraph {
                 : "graph '\(description.name)' has \(speaking.count) text-driven sources (\(speaking.map { "'\($0.name)'" }.joined(separator: ", "))); a speech controller speaks through one")
         }
         guard !graph.sinks.isEmpty else { throw .graph("graph '\(description.name)' has no sink to play the speech") }
-        return Compiled(graph: graph, sourceName: node.name, source: source)
+        return Compiled(
+            graph: graph, sourceName: node.name, source: source,
+            language: SentenceChunker.language(ofParameters: node.parameters.values))
     }
 }

@@ -51,6 +51,7 @@ public final class SpeechSession: Sendable {
         graph = compiled.graph
         sourceName = compiled.sourceName
         source = compiled.source
+        book.withLock { $0.language = configuration.chunker.language ?? compiled.language }
         do {
             run = try LiveRun(graph: compiled.graph)
         } catch {

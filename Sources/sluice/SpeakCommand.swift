@@ -28,6 +28,11 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
     @Option(name: .long, help: "The provider's voice.", completion: .shellCommand("sluice nodes --complete voice 2>/dev/null"))
     var voice: String?
 
+    @Option(help: ArgumentHelp(
+        "The text's language, for where its sentences end (default: the voice's, for a voice named by its language: de, en-us).",
+        valueName: "tag"))
+    var language: String?
+
     @Option(name: .customLong("set"), help: ArgumentHelp("A provider parameter, as in a graph file (repeatable).", valueName: "name=value"))
     var settings: [String] = []
 
@@ -118,6 +123,12 @@ struct SpeakCommand: ParsableCommand, LoggingCommand {
         }
         configuration.maxBuffered = maxBuffered
         if let firstClause { configuration.chunker.earlyFirstClause = firstClause == 0 ? nil : firstClause }
+        if let language {
+            guard let known = SentenceChunker.language(ofVoice: language), known == language else {
+                throw ValidationError("--language '\(language)' is not a language tag ICU knows; give one such as de, en-US or fr")
+            }
+            configuration.chunker = configuration.chunker.speaking(known)
+        }
         configuration.trustGraphFolder = plugins.trustGraphFolder
         configuration.recordsTimeline = timeline.isRequested
         configuration.output = outputFile.map { .file(path: $0) } ?? .jack(server: server)

@@ -35,6 +35,21 @@ import Testing
         #expect(Double(file.frames) / 22_050 > 1)
     }
 
+    @Test("sentences end by the voice's language: a German voice reads an ordinal's dot on, an English one ends there; --language says it for any voice")
+    func sentencesByLanguage() throws {
+        let folder = TemporaryFolder()
+        let text = "Am 3. Oktober kam er. Dann ging er."
+        func utterances(_ arguments: [String]) throws -> [String] {
+            let outcome = try CLI.sluice(["speak", text, "-o", folder.file("x.wav").path, "--no-cache", "--stats", "json"] + arguments)
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let speech = try #require(try Self.json(outcome)["speech"] as? [String: Any])
+            return (speech["utterances"] as? [[String: Any]])?.compactMap { $0["text"] as? String } ?? []
+        }
+        #expect(try utterances(["--voice", "de"]) == ["Am 3. Oktober kam er.", "Dann ging er."])
+        #expect(try utterances(["--voice", "en"]) == ["Am 3.", "Oktober kam er.", "Dann ging er."])
+        #expect(try utterances(["--voice", "en", "--language", "de"]) == ["Am 3. Oktober kam er.", "Dann ging er."])
+    }
+
     @Test("from standard input: - reads it as it arrives, UTF-8 intact")
     func fromStandardInput() throws {
         let folder = TemporaryFolder()
@@ -93,6 +108,12 @@ import Testing
         outcome = try CLI.sluice(["speak", "Hi.", "--set", "rate"])
         #expect(outcome.status == 2)
         #expect(outcome.standardError.contains("--set takes name=value"), "\(outcome.standardError)")
+
+        for tag in ["zz", "de+f3", "../de", "21m00Tcm4TlvDq8ikWAM"] {
+            outcome = try CLI.sluice(["speak", "Hi.", "--language", tag])
+            #expect(outcome.status == 2)
+            #expect(outcome.standardError.contains("--language '\(tag)' is not a language tag ICU knows"), "\(outcome.standardError)")
+        }
     }
 }
 

@@ -155,4 +155,70 @@ import Testing
         #expect(Self.texts("  \n  ").isEmpty)
         #expect(Self.texts("One.   \n\n   Two.") == ["One.", "Two."])
     }
+    // MARK: Languages
+
+    @Test("German, French and English with abbreviations, ordinals and numbers cut where a reader would, whole or in pieces", arguments: [
+        ("de", "Das ist z. B. ein Test mit Nr. 5 und usw. bis zum Ende. Am 3. Oktober kam Dr. Müller, d. h. pünktlich um 10.30 Uhr. Im 19. Jh. war das anders.",
+         ["Das ist z. B. ein Test mit Nr. 5 und usw. bis zum Ende.", "Am 3. Oktober kam Dr. Müller, d. h. pünktlich um 10.30 Uhr.", "Im 19. Jh. war das anders."]),
+        ("fr", "M. Dupont a vu Mme. Durand p. ex. à 15 h. C'est fini. Il y a env. 5 km jusqu'à la gare. Vraiment ? Oui !",
+         ["M. Dupont a vu Mme. Durand p. ex. à 15 h.", "C'est fini.", "Il y a env. 5 km jusqu'à la gare.", "Vraiment ?", "Oui !"]),
+        ("en-US", "Mr. Smith met J. R. R. Tolkien at 3.14 p.m. on Jan. 5 in the U.S. and said etc. and so on. It cost $4.50, i.e. cheap. Done!",
+         ["Mr. Smith met J. R. R. Tolkien at 3.14 p.m. on Jan. 5 in the U.S. and said etc. and so on.", "It cost $4.50, i.e. cheap.", "Done!"]),
+    ])
+    func languages(_ language: String, _ text: String, _ expected: [String]) {
+        for size in [1, 3, 7, 1_000] {
+            var chunker = SentenceChunker(language: language, earlyFirstClause: nil)
+            var got: [String] = []
+            var rest = Substring(text)
+            while !rest.isEmpty {
+                got += chunker.append(String(rest.prefix(size))).map(\.text)
+                rest = rest.dropFirst(size)
+            }
+            got += chunker.finish().map(\.text)
+            #expect(got == expected, "\(language), in pieces of \(size)")
+        }
+    }
+
+    @Test("every script's sentence marks end a sentence: Hindi's danda, Arabic's question mark, Amharic's full stop, Armenian's")
+    func otherScripts() {
+        #expect(Self.texts("यह पहला वाक्य है। यह दूसरा है।") == ["यह पहला वाक्य है।", "यह दूसरा है।"])
+        #expect(Self.texts("هل أنت بخير؟ نعم.") == ["هل أنت بخير؟", "نعم."])
+        #expect(Self.texts("ሰላም ነው። እንዴት ነህ።") == ["ሰላም ነው።", "እንዴት ነህ።"])
+        #expect(Self.texts("Բարեւ։ Ինչպես ես։") == ["Բարեւ։", "Ինչպես ես։"])
+    }
+
+    @Test("an ordinal's dot goes on in German and ends the sentence where ordinals take no dot; a single line break goes on, a blank line ends")
+    func ordinalsAndLines() {
+        let text = "Wir treffen uns am 3. Oktober wieder."
+        #expect(SentenceChunker(language: "de").chunkedWhole(text) == [text])
+        #expect(SentenceChunker(language: "en").chunkedWhole("We met on the 3. Then we left.") == ["We met on the 3.", "Then we left."])
+        #expect(Self.texts("A line wrapped\nat a width goes on. A heading\n\nThe body.")
+            == ["A line wrapped\nat a width goes on.", "A heading", "The body."])
+        #expect(Self.texts("Windows lines\r\nwrap too.\r\n\r\nNext.") == ["Windows lines\r\nwrap too.", "Next."])
+    }
+
+    @Test("a voice named by its language gives the language; a voice id gives none", arguments: [
+        ("de", "de"), ("en-us", "en-us"), ("gmw/en-US", "en-US"), ("en+f3", "en"), ("fr-fr+m2", "fr-fr"), ("zh", "zh"),
+        ("21m00Tcm4TlvDq8ikWAM", nil), ("alloy", nil), ("zz", nil), ("", nil), ("../../etc/passwd", nil), ("de-" + String(repeating: "x", count: 40), nil),
+    ] as [(String, String?)])
+    func voiceLanguages(_ voice: String, _ language: String?) {
+        #expect(SentenceChunker.language(ofVoice: voice) == language)
+    }
+
+    @Test("hostile text: a long run without a sentence end is cut at the maximum, and ten thousand marks cost no more than their length")
+    func hostileText() {
+        let run = String(repeating: "x", count: 5_000)
+        let pieces = Self.texts(run, pieces: 97)
+        #expect(pieces.joined() == run && pieces.allSatisfy { $0.count <= 400 })  // no space: twice the maximum
+        let marks = String(repeating: "?. …", count: 2_500)
+        #expect(Self.texts(marks, pieces: 101).joined(separator: " ").filter { !$0.isWhitespace } == marks.filter { !$0.isWhitespace })
+    }
+}
+
+extension SentenceChunker {
+    /// The utterances of `text` given whole, then finished.
+    fileprivate func chunkedWhole(_ text: String) -> [String] {
+        var chunker = self
+        return (chunker.append(text) + chunker.finish()).map(\.text)
+    }
 }
