@@ -188,6 +188,8 @@ public struct SentenceChunker: Sendable {
     /// go on before a lowercase one): a client that sends "Let me check. " and then pauses
     /// hears it at once.
     private func sentenceEnd(final: Bool) -> Int? {
+        // Most pieces of a sentence hold no mark that could end it: no need to ask ICU.
+        guard pending.contains(where: Self.mayEndSentence) else { return nil }
         let (units, characters) = breakText()
         // ICU puts a boundary at the text's end, which is where the text so far stops, not a
         // sentence's end, until the text is final.
@@ -213,6 +215,12 @@ public struct SentenceChunker: Sendable {
     }
 
     private enum Judgement { case ends, continues, undecided }
+
+    /// A line break, or a mark Unicode calls sentence-terminal in any script (`.` `?` `।` `。`).
+    private static func mayEndSentence(_ character: Character) -> Bool {
+        character.isNewline || character == "…"
+            || character.unicodeScalars.contains { $0.properties.isSentenceTerminal }
+    }
 
     /// Whether a boundary is a sentence's end to a reader.
     private func judge(boundary end: Int, final: Bool) -> Judgement {
