@@ -152,7 +152,7 @@ static void synthesis_failed(espeak_ERROR status, sluice_error_t *error) {
 static bool local_speak(espeak_engine_t *engine, const engine_request_t *settings, const char *text,
                         const engine_sink_t *sink, sluice_error_t *error) {
     espeak_ERROR status = local_select(engine, settings->voice);
-    if (status == EE_OK) status = engine_set_prosody(settings->rate, settings->pitch, settings->volume);
+    if (status == EE_OK) status = engine_set_prosody(settings);
     if (status != EE_OK) {
         voice_refused(settings->voice, status, error);
         return false;

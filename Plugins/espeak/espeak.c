@@ -53,6 +53,19 @@ static const sluice_port_descriptor_t espeak_outputs[] = {
     {"out", SLUICE_MEDIUM_BYTES, "S16LE mono PCM at espeak-ng's rate (22050 Hz); link it to an aligner"},
 };
 
+/* The choices' names, in the order of ENGINE_PUNCT_… and of `capitals_values`. */
+static const char *const punctuation_choices[] = {"none", "some", "most", "all"};
+static const char *const capitals_choices[] = {"none", "word", "pitch"};
+static const int32_t capitals_values[] = {ENGINE_CAPITALS_NONE, ENGINE_CAPITALS_WORD, ENGINE_CAPITALS_PITCH};
+
+/* The index of `name` among `choices`, or 0 (the default) when it is none of them. */
+static int32_t choice_index(const char *name, const char *const *choices, int32_t count) {
+    for (int32_t i = 0; name != NULL && i < count; i++) {
+        if (strcmp(name, choices[i]) == 0) return i;
+    }
+    return 0;
+}
+
 /* Each entry ends with its `size` (common.h, "Growing the ABI") and flags: none is live. */
 static const sluice_param_descriptor_t espeak_params[] = {
     {"voice", SLUICE_PARAM_STRING, 0, 0, NULL, 0, false, true, {0, 0, false, "en"}, NULL,
@@ -73,9 +86,15 @@ static const sluice_param_descriptor_t espeak_params[] = {
     {"engines", SLUICE_PARAM_INTEGER, 0, 64, NULL, 0, false, true, {0, 0, false, NULL}, NULL,
      "Most espeak-ng engines this voice may use, for many voices: 1 is the process's own only; more lets it start or share engine processes when the others are busy; 0 is one per processor but one.",
      sizeof(sluice_param_descriptor_t), 0},
+    {"punctuation", SLUICE_PARAM_CHOICE, 0, 0, punctuation_choices, 4, false, true, {0, 0, false, "none"}, NULL,
+     "Punctuation spoken by name (a screen reader's modes): none; some (@ / + - _); most (all but . , ? ! ' \"); all.",
+     sizeof(sluice_param_descriptor_t), 0},
+    {"capitals", SLUICE_PARAM_CHOICE, 0, 0, capitals_choices, 3, false, true, {0, 0, false, "none"}, NULL,
+     "How a capital letter is told: none; word (\"capital\" before it); pitch (spoken higher).",
+     sizeof(sluice_param_descriptor_t), 0},
 };
 
-enum { PARAM_VOICE, PARAM_RATE, PARAM_PITCH, PARAM_VOLUME, PARAM_BUFFER, PARAM_ENGINES, PARAM_COUNT };
+enum { PARAM_VOICE, PARAM_RATE, PARAM_PITCH, PARAM_VOLUME, PARAM_BUFFER, PARAM_ENGINES, PARAM_PUNCTUATION, PARAM_CAPITALS, PARAM_COUNT };
 
 static const sluice_node_descriptor_t espeak_descriptor = {
     "espeak",
@@ -691,6 +710,7 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
     /* Defaults, then the values given (the host passes every parameter: all have defaults). */
     const char *voice = "en";
     int rate = 175, pitch = 50, volume = 100, engines = 0;
+    int32_t punctuation = ENGINE_PUNCT_NONE, capitals = ENGINE_CAPITALS_NONE;
     double buffer = 1.0;
     for (uint32_t i = 0; i < param_count; i++) {
         const char *name = params[i].name;
@@ -700,6 +720,8 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
         else if (strcmp(name, "volume") == 0) volume = (int)params[i].value.integer;
         else if (strcmp(name, "buffer") == 0) buffer = params[i].value.number;
         else if (strcmp(name, "engines") == 0) engines = (int)params[i].value.integer;
+        else if (strcmp(name, "punctuation") == 0) punctuation = choice_index(params[i].value.string, punctuation_choices, 4);
+        else if (strcmp(name, "capitals") == 0) capitals = capitals_values[choice_index(params[i].value.string, capitals_choices, 3)];
     }
 
     espeak_provider_t *self = (espeak_provider_t *)calloc(1, sizeof *self);
@@ -723,6 +745,8 @@ static bool factory_create_provider(const sluice_node_factory_t *factory, const 
     self->settings.rate = rate;
     self->settings.pitch = pitch;
     self->settings.volume = volume;
+    self->settings.punctuation = punctuation;
+    self->settings.capitals = capitals;
     size_t frames = (size_t)(buffer * engine_rate + 0.5);
     self->ring_capacity = (frames < 1 ? 1 : frames) * sizeof(short);
     atomic_init(&self->cancelled, false);

@@ -7,9 +7,9 @@ import SluiceGraph
 ///
 /// Sentences are found by ICU's sentence break iterator in the text's language
 /// (`language`, from the voice: `SentenceChunker.language(ofVoice:)`), so every script's
-/// marks end one (`.` `!` `?` with closing quotes, `。`, `।`, `؟`, `።`), and a full stop
-/// before a lowercase word does not. A single line break does not end one (text wrapped
-/// at a width); a blank line does. Then what a reader knows and ICU's lists lack:
+/// marks end one (`.` `!` `?` with closing quotes, `。`, `।`, `؟`, `።`), and by a full stop,
+/// `!`, `?` or `…` followed by a space. A single line break does not end one (text wrapped at
+/// a width); a blank line does. Then what a reader knows and ICU's rules lack:
 /// - abbreviations (`Dr.`, `e.g.`, `etc.`, `Jan.`; `Nr.`, `usw.`, `bzw.` in German, `Mme.`,
 ///   `env.` in French, and the Spanish, Portuguese, Italian and Dutch ones: the language's own
 ///   list, every list when the language is not known), initials (`J. R. R. Tolkien`), and
@@ -20,9 +20,9 @@ import SluiceGraph
 /// - decimals and versions (`3.14`, `v2.0.1`) and dotted names (`U.S.A.`, `example.com`);
 /// - ellipses (`...`, `…`), which pause a sentence rather than end it.
 ///
-/// An end at the very end of the text so far cannot be judged until a letter after it arrives
-/// (is it `3.` of `3.5`, `etc.` before `and`?), so it waits; `finish()` releases whatever is
-/// left. Text cut in pieces is cut exactly as the whole text is.
+/// An end at the very end of the text so far cannot be judged until the character after it
+/// arrives (is it `3.` of `3.5`?), so it waits; `finish()` releases whatever is left. Text cut
+/// in pieces is cut exactly as the whole text is.
 ///
 /// Each utterance carries its range in the whole text, in `Character` offsets, so what was
 /// heard can be mapped back to the text (barge-in).
@@ -181,12 +181,12 @@ public struct SentenceChunker: Sendable {
     }
 
     /// The index just past the first complete sentence in `pending`, or nil: the first of
-    /// ICU's sentence boundaries, and of the full stops followed by a space, that the rules a
+    /// ICU's sentence boundaries, and of the marks followed by a space, that the rules a
     /// reader adds (abbreviations, initials, spaced letters, ordinals, ellipses) leave
     /// standing, once the character after its marks (and closing quotes) has arrived. A full
-    /// stop (or `!`, `?`, `…`) and a space end a sentence whatever follows (ICU would wait for the next word, to
-    /// go on before a lowercase one): a client that sends "Let me check. " and then pauses
-    /// hears it at once.
+    /// stop (or `!`, `?`, `…`) and a space end a sentence whatever follows: ICU would wait
+    /// for the next word, to go on before a lowercase one, and a client that sends "Let me
+    /// check. " and then pauses must hear it at once.
     private func sentenceEnd(final: Bool) -> Int? {
         // Most pieces of a sentence hold no mark that could end it: no need to ask ICU.
         guard pending.contains(where: Self.mayEndSentence) else { return nil }

@@ -1,7 +1,7 @@
 /// What speech-dispatcher sets (SET: `rate`, `pitch`, `volume` from −100 to 100, `voice`,
-/// `synthesis_voice`, `language`, and modes a speech engine handles) mapped to the served
-/// graph: the espeak provider's `rate` (words a minute), `pitch` (0–99) and `voice`, and the
-/// volume node's gain.
+/// `synthesis_voice`, `language`, `punctuation_mode`, `cap_let_recogn`, and modes a speech
+/// engine handles) mapped to the served graph: the espeak provider's `rate` (words a minute),
+/// `pitch` (0–99), `voice`, `punctuation` and `capitals`, and the volume node's gain.
 public struct SpeechdSettings: Equatable, Sendable {
     public var rate = 0
     public var pitch = 0
@@ -10,6 +10,12 @@ public struct SpeechdSettings: Equatable, Sendable {
     /// A voice type (MALE1 … CHILD_FEMALE), as an espeak-ng variant.
     public var voiceType: String?
     public var synthesisVoice: String?
+    /// Punctuation spoken by name: none, some, most, all (the espeak provider's `punctuation`).
+    public var punctuation = "none"
+    /// How capital letters are told: none, word (speech-dispatcher's `spell`: "capital" before
+    /// the letter), pitch (its `icon`: espeak-ng has no sound icon; a higher pitch tells it
+    /// without one). The espeak provider's `capitals`.
+    public var capitals = "none"
 
     public init() {}
 
@@ -29,7 +35,13 @@ public struct SpeechdSettings: Equatable, Sendable {
         case "language": if value != "NULL" { voice = value.lowercased() }
         case "voice": voiceType = value == "NULL" ? nil : value.uppercased()
         case "synthesis_voice": synthesisVoice = value == "NULL" || value.isEmpty ? nil : value
-        case "punctuation_mode", "spelling_mode", "cap_let_recogn", "pitch_range":
+        case "punctuation_mode":
+            guard ["none", "some", "most", "all"].contains(value) else { return false }
+            punctuation = value
+        case "cap_let_recogn":
+            guard let mode = ["none": "none", "spell": "word", "icon": "pitch"][value] else { return false }
+            capitals = mode
+        case "spelling_mode", "pitch_range":
             return true  // the graph's provider speaks text as it is
         default:
             return false
@@ -45,7 +57,11 @@ public struct SpeechdSettings: Equatable, Sendable {
         if synthesisVoice == nil, let variant = voiceType.flatMap(Self.variants.index(forKey:)).map({ Self.variants.values[$0] }) {
             voiceName += "+" + variant
         }
-        return ["rate": String(words), "pitch": String(50 + pitch / 2), "voice": voiceName]
+        var parameters = ["rate": String(words), "pitch": String(50 + pitch / 2), "voice": voiceName]
+        // Only when asked for: a graph whose provider has neither (not espeak) still takes the rest.
+        if punctuation != "none" { parameters["punctuation"] = punctuation }
+        if capitals != "none" { parameters["capitals"] = capitals }
+        return parameters
     }
 
     /// The volume node's gain: 1 at speech-dispatcher's default 100, 0 at −100.

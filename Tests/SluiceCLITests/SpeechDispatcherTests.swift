@@ -116,6 +116,57 @@ import Testing
         }
     }
 
+    @Test("speech-dispatcher's punctuation mode reaches the voice: with all, the marks are spoken by name and the message takes longer; a mode it does not have is refused")
+    func punctuationMode() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "speechd-punct-ear-\(getpid())", channels: 2, capacityFrames: 30 * 48_000)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        let serve = ServeCommandTests()
+        let graph = try serve.speechGraph(in: folder, client: "speechd-punct-\(getpid())", recorder: recorder)
+        let socket = folder.file("control.sock").path
+        let served = try ServeCommandTests.Served(graph: graph, socket: socket, server: server.name)
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+        let module = try Module(socket: socket)
+        module.send("INIT")
+        #expect(module.next()?.hasPrefix("299-Sluice: graph") == true)
+        #expect(module.next() == "299 OK LOADED SUCCESSFULLY")
+
+        /// Frames from the message's first sound to its last, as recorded.
+        func heard(_ text: String) -> Int {
+            let from = recorder.framesRecorded
+            module.speak(text)
+            #expect(module.next() == "202 OK RECEIVING MESSAGE")
+            #expect(module.next() == "200 OK SPEAKING")
+            #expect(module.next() == "701 BEGIN")
+            #expect(module.next() == "702 END")
+            usleep(200_000)
+            let samples = recorder.samples(channel: 0).dropFirst(from)
+            let sounding = samples.indices.filter { abs(samples[$0]) > 1e-4 }
+            return (sounding.last ?? 0) - (sounding.first ?? 0)
+        }
+        func set(_ line: String) -> String? {
+            module.send("SET")
+            #expect(module.next() == "203 OK RECEIVING SETTINGS")
+            module.send(line)
+            module.send(".")
+            return module.next()
+        }
+        let text = "Yes, no; maybe: fine."
+        let plain = heard(text)
+        #expect(set("punctuation_mode=all") == "203 OK SETTINGS RECEIVED")
+        let named = heard(text)
+        // "comma", "semicolon", "colon" and the full stop's name: well over half a second more.
+        #expect(plain > 48_000 / 2 && named > plain + 48_000 / 2, "\(plain) frames plain, \(named) with punctuation spoken")
+        #expect(set("punctuation_mode=loud") == "303 ERROR INVALID PARAMETER OR VALUE")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        module.send("QUIT")
+        #expect(module.next() == "210 OK QUIT")
+    }
+
     /// sd_sluice driven directly over its standard input and output, as speech-dispatcher
     /// drives it.
     final class Module {

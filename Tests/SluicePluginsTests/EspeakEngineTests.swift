@@ -45,10 +45,11 @@ extension EspeakProviderTests {
                 try requests.fileHandleForWriting.write(contentsOf: header + payload)
             }
 
-            /// ENGINE_SELECT or ENGINE_SPEAK's payload: voice[128], rate, pitch, volume, then the text.
+            /// ENGINE_SELECT or ENGINE_SPEAK's payload: voice[128], rate, pitch, volume,
+            /// punctuation and capitals (none), then the text.
             func request(_ type: UInt32, voice: String, rate: Int32 = 175, pitch: Int32 = 50, volume: Int32 = 100, text: String? = nil) throws {
                 var payload = Array(voice.utf8) + [UInt8](repeating: 0, count: 128 - voice.utf8.count)
-                for value in [rate, pitch, volume] { withUnsafeBytes(of: value.littleEndian) { payload += $0 } }
+                for value in [rate, pitch, volume, 0, 0] { withUnsafeBytes(of: value.littleEndian) { payload += $0 } }
                 if let text { payload += Array(text.utf8) + [0] }
                 try send(type, payload)
             }

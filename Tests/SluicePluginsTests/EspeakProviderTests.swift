@@ -126,28 +126,35 @@ import Testing
     /// `sluice render` in a fresh process (so espeak-ng starts from its initial state, as the
     /// command line does) against `espeak-ng -w` with the same voice, rate, pitch and volume:
     /// the same 16-bit samples, every one.
-    @Test("in a fresh process the samples equal the espeak-ng command line's, bit for bit", arguments: [
-        (voice: "en", rate: 175, pitch: 50, volume: 100),
-        (voice: "en-us", rate: 250, pitch: 30, volume: 60),
+    @Test("in a fresh process the samples equal the espeak-ng command line's, bit for bit: voice, rate, pitch, volume, punctuation and capitals", arguments: [
+        (voice: "en", rate: 175, pitch: 50, volume: 100, punctuation: "none", capitals: "none", cli: [String]()),
+        (voice: "en-us", rate: 250, pitch: 30, volume: 60, punctuation: "none", capitals: "none", cli: []),
+        (voice: "en", rate: 175, pitch: 50, volume: 100, punctuation: "all", capitals: "word", cli: ["--punct", "-k", "2"]),
+        (voice: "en", rate: 175, pitch: 50, volume: 100, punctuation: "some", capitals: "pitch", cli: ["--punct=@/+-_", "-k", "20"]),
+        (voice: "en", rate: 175, pitch: 50, volume: 100, punctuation: "most", capitals: "none", cli: ["--punct=#$%&()*+-/:;<=>@[\\]^_`{|}~"]),
     ])
-    func equalsCommandLine(_ settings: (voice: String, rate: Int, pitch: Int, volume: Int)) throws {
+    func equalsCommandLine(
+        _ settings: (voice: String, rate: Int, pitch: Int, volume: Int, punctuation: String, capitals: String, cli: [String])
+    ) throws {
         let folder = TemporaryFolder("sluice-espeak")
+        // The plain sentence, or one with marks and capitals for the settings that speak them.
+        let sentence = settings.cli.isEmpty ? Self.sentence : "Mail Ann at a@b.com (or C/D-E_F); Call #5, 50% off: OK? Yes!"
         let graph = try folder.write("""
             name: espeak
             nodes:
-              voice: { type: espeak, voice: \(settings.voice), rate: \(settings.rate), pitch: \(settings.pitch), volume: \(settings.volume) }
+              voice: { type: espeak, voice: \(settings.voice), rate: \(settings.rate), pitch: \(settings.pitch), volume: \(settings.volume), punctuation: \(settings.punctuation), capitals: \(settings.capitals) }
               align: { type: aligner }
               out:   { type: wav.sink, path: out.wav, sample-format: s16 }
             links:
               - voice -> align -> out
             \(Self.playback)
             """, to: "espeak.yaml").path
-        let render = try CommandRunner.run("sluice", ["render", graph, "--text", Self.sentence], timeout: 120)
+        let render = try CommandRunner.run("sluice", ["render", graph, "--text", sentence], timeout: 120)
         try #require(render.status == 0, "\(render.standardError)")
         let cli = try CommandRunner.run(
             executable: URL(fileURLWithPath: "/usr/bin/espeak-ng"),
             ["-w", folder.path("cli.wav"), "-v", settings.voice, "-s", "\(settings.rate)", "-p", "\(settings.pitch)",
-             "-a", "\(settings.volume)", "--", Self.sentence])
+             "-a", "\(settings.volume)"] + settings.cli + ["--", sentence])
         try #require(cli.status == 0, "\(cli.standardError)")
         let ours = try WAVData(path: folder.path("out.wav"))
         let theirs = try WAVData(path: folder.path("cli.wav"))

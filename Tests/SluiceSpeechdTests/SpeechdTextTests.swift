@@ -40,4 +40,27 @@ import SluiceSpeechd
         #expect(settings.provider == ["rate": "450", "pitch": "0", "voice": "en"])
         #expect(settings.gain == 0.5)
     }
+
+    @Test("punctuation and capital letters map to the espeak provider's punctuation and capitals; other values are refused")
+    func punctuationAndCapitals() {
+        var settings = SpeechdSettings()
+        #expect(settings.provider["punctuation"] == nil && settings.provider["capitals"] == nil, "none is left out")
+        for mode in ["some", "most", "all"] {
+            let taken = settings.set("punctuation_mode", mode)
+            #expect(taken)
+            #expect(settings.provider["punctuation"] == mode)
+        }
+        let spell = settings.set("cap_let_recogn", "spell")
+        #expect(spell && settings.provider["capitals"] == "word")
+        let icon = settings.set("cap_let_recogn", "icon")
+        #expect(icon && settings.provider["capitals"] == "pitch")
+        for (name, value) in [("punctuation_mode", "ALL"), ("punctuation_mode", ""), ("punctuation_mode", "all\n"), ("cap_let_recogn", "beep")] {
+            let taken = settings.set(name, value)
+            #expect(!taken, "\(name)=\(value)")
+        }
+        #expect(settings.provider["punctuation"] == "all" && settings.provider["capitals"] == "pitch", "a refused value keeps the last")
+        let reset = [settings.set("punctuation_mode", "none"), settings.set("cap_let_recogn", "none")]
+        #expect(reset == [true, true])
+        #expect(settings.provider == ["rate": "175", "pitch": "50", "voice": "en"])
+    }
 }

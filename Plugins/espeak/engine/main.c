@@ -105,7 +105,7 @@ static espeak_ERROR select_voice(const char *voice) {
 
 static engine_done_t speak(const engine_request_t *request, const char *text) {
     espeak_ERROR status = select_voice(request->voice);
-    if (status == EE_OK) status = engine_set_prosody(request->rate, request->pitch, request->volume);
+    if (status == EE_OK) status = engine_set_prosody(request);
     if (status != EE_OK) return (engine_done_t){ENGINE_DONE_VOICE_REFUSED, status};
     aborted = false;
     status = espeak_Synth(text, strlen(text) + 1, 0, POS_CHARACTER, 0, ENGINE_SYNTH_FLAGS, NULL, NULL);

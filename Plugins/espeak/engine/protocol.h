@@ -51,7 +51,29 @@ typedef struct {
 typedef struct {
     char voice[ENGINE_VOICE_CAPACITY]; /* NUL-terminated */
     int32_t rate, pitch, volume;
+    int32_t punctuation; /* ENGINE_PUNCT_… */
+    int32_t capitals;    /* ENGINE_CAPITALS_… */
 } engine_request_t;
+
+/* Which punctuation is spoken by name (speech-dispatcher's modes). */
+enum {
+    ENGINE_PUNCT_NONE = 0,
+    ENGINE_PUNCT_SOME = 1, /* ENGINE_PUNCT_SOME_LIST */
+    ENGINE_PUNCT_MOST = 2, /* ENGINE_PUNCT_MOST_LIST */
+    ENGINE_PUNCT_ALL = 3,
+};
+/* "some": speech-dispatcher's espeak module's default list. "most": every ASCII mark but the
+ * ones reading aloud already shows by its pauses and tune (. , ? ! ' "). */
+#define ENGINE_PUNCT_SOME_LIST L"@/+-_"
+#define ENGINE_PUNCT_MOST_LIST L"#$%&()*+-/:;<=>@[\\]^_`{|}~"
+
+/* How a capital letter is signalled: espeakCAPITALS' values (0 none, 2 the word "capital",
+ * 3 and more a pitch raise in Hz; 1, a sound icon, needs sound files espeak-ng has none of). */
+enum {
+    ENGINE_CAPITALS_NONE = 0,
+    ENGINE_CAPITALS_WORD = 2,
+    ENGINE_CAPITALS_PITCH = 20,
+};
 
 typedef struct {
     int32_t sample_rate; /* espeak_Initialize's answer */
@@ -92,13 +114,35 @@ static inline espeak_ERROR engine_select_voice_by_name(const char *name) {
     return status;
 }
 
-/* [engine holder] Sets the prosody, after the voice: selecting a voice resets it, and the last
- * holder's may differ. */
-static inline espeak_ERROR engine_set_prosody(int rate, int pitch, int volume) {
+/* [engine holder] Sets the prosody, punctuation and capitals, after the voice: selecting a
+ * voice resets the prosody, and the last holder's settings may differ. A value out of range
+ * (from a helper's peer) is taken as none. */
+static inline espeak_ERROR engine_set_prosody(const engine_request_t *request) {
     espeak_ERROR status;
-    if ((status = espeak_SetParameter(espeakRATE, rate, 0)) != EE_OK) return status;
-    if ((status = espeak_SetParameter(espeakPITCH, pitch, 0)) != EE_OK) return status;
-    return espeak_SetParameter(espeakVOLUME, volume, 0);
+    if ((status = espeak_SetParameter(espeakRATE, request->rate, 0)) != EE_OK) return status;
+    if ((status = espeak_SetParameter(espeakPITCH, request->pitch, 0)) != EE_OK) return status;
+    if ((status = espeak_SetParameter(espeakVOLUME, request->volume, 0)) != EE_OK) return status;
+    int punctuation = espeakPUNCT_NONE;
+    switch (request->punctuation) {
+    case ENGINE_PUNCT_SOME:
+    case ENGINE_PUNCT_MOST:
+        if ((status = espeak_SetPunctuationList(request->punctuation == ENGINE_PUNCT_SOME ? ENGINE_PUNCT_SOME_LIST
+                                                                                          : ENGINE_PUNCT_MOST_LIST)) != EE_OK) {
+            return status;
+        }
+        punctuation = espeakPUNCT_SOME;
+        break;
+    case ENGINE_PUNCT_ALL: punctuation = espeakPUNCT_ALL; break;
+    default: break;
+    }
+    const int capitals = request->capitals == ENGINE_CAPITALS_WORD || request->capitals == ENGINE_CAPITALS_PITCH
+        ? request->capitals : ENGINE_CAPITALS_NONE;
+    /* espeak-ng 1.51 answers these two with an error though it applies them (its SetParameter
+     * falls through to its default case): their status says nothing, so it is not looked at.
+     * The tests compare the audio with the command line's `--punct` and `-k`. */
+    (void)espeak_SetParameter(espeakPUNCTUATION, punctuation, 0);
+    (void)espeak_SetParameter(espeakCAPITALS, capitals, 0);
+    return EE_OK;
 }
 
 /* The flags every synthesis uses: the text as UTF-8, no SSML or [[phoneme]] markup, with the
