@@ -91,6 +91,11 @@ public final class ServedGraph: Sendable {
     ///   - quit: what `quit` does: fade out and end the run (called once).
     ///   - readGraph: reads and checks the graph's file again (not live: no device is made),
     ///     for `reload`; the failure's message is the file's diagnostics. Nil: nothing to reload.
+    ///
+    /// Made before the run starts: a text-driven node that fails (a provider's typed error)
+    /// does not end the served graph. What it made plays out with a fade, the rest of its text
+    /// is dropped, watchers get a `provider-error` event with what was heard, and the node,
+    /// made anew, speaks the next `speak`.
     public init(
         graph: CompiledGraph, run: LiveRun, extraStatus: @escaping @Sendable () -> [String: any Sendable] = { [:] },
         xruns: @escaping @Sendable () -> Int = { 0 }, quit: @escaping @Sendable () -> Void,
@@ -121,6 +126,7 @@ public final class ServedGraph: Sendable {
             ($0.name, SentenceChunker.language(ofParameters: $0.parameters.values))
         })
         spoken.withLock { spoken in for name in speakerNames { spoken[name] = ReplyLedger(language: languages[name] ?? nil) } }
+        run.survivesSourceFailures()
         run.timelineWindow = Self.timelineWindow
         followRun()
     }
@@ -138,7 +144,9 @@ public final class ServedGraph: Sendable {
     /// graphs have), and the events watchers are sent.
     private func followRun() {
         let speaker = speakerNames.count == 1 ? speakerNames[0] : nil
-        let watch = Watch(run: run, events: events, xruns: xruns, meters: meters, reporters: reporters, unacknowledged: unacknowledged)
+        let watch = Watch(
+            run: run, events: events, xruns: xruns, meters: meters, reporters: reporters, unacknowledged: unacknowledged,
+            recover: { [weak self] node in self?.recover(node) })
         run.eventObserver = { [spoken, events, counters, utteranceTexts] event in
             if let speaker, event.kind == .marker, let marker = event.marker {
                 let text = spoken.withLock { $0[speaker]?.record(marker) }
@@ -177,13 +185,13 @@ public final class ServedGraph: Sendable {
         var lastReports = 0.0
         /// Frames each dropping link had let go at the last look.
         var linkDrops: [String: Int] = [:]
-        /// The sources whose failure was sent as a `provider-error` event.
-        var failuresSent: Set<String> = []
+        /// Makes a failed text-driven node anew and says so (`ServedGraph.recover`).
+        let recover: (String) -> Void
 
         init(
             run: LiveRun, events: EventStream, xruns: @escaping @Sendable () -> Int,
             meters: [(name: String, node: any MeteringNode)], reporters: [(name: String, node: any ReportingNode)],
-            unacknowledged: PendingChanges
+            unacknowledged: PendingChanges, recover: @escaping (String) -> Void
         ) {
             self.run = run
             self.events = events
@@ -191,6 +199,7 @@ public final class ServedGraph: Sendable {
             self.meters = meters
             self.reporters = reporters
             self.unacknowledged = unacknowledged
+            self.recover = recover
         }
 
         func look() {
@@ -234,11 +243,9 @@ public final class ServedGraph: Sendable {
                 return done
             }
             for applied in acknowledged { events.emit("parameter", ServedGraph.fields(of: applied, in: run.parameters)) }
-            // A provider's typed error ends its stream: what it made still plays out, with a
-            // fade, and then the graph ends. Watchers learn why at once.
-            for (node, failure) in run.sourceFailures where failuresSent.insert(node).inserted {
-                events.emit("provider-error", ["node": node, "code": failure.code, "message": failure.message])
-            }
+            // A provider's typed error: what it made still plays out, with a fade; the node is
+            // made anew for the next reply, and watchers learn why at once.
+            for node in run.failedSources { recover(node) }
             guard !events.isEmpty else { return }
             let underruns = run.playheads.map(\.underruns).reduce(0, +)
             if underruns > self.underruns {
@@ -336,7 +343,25 @@ public final class ServedGraph: Sendable {
     }
 
     /// The text-driven and other sources that failed so far, by node: the provider's error code.
-    public var sourceFailures: [(node: String, code: String)] { run.sourceFailures.map { ($0.node, $0.failure.code) } }
+    public var sourceFailures: [(node: String, code: String, count: Int)] { run.sourceFailureCounts }
+
+    /// [run's control thread] A text-driven node failed: it is made anew (its text not yet
+    /// spoken dropped, as a cancel drops it; what it made plays out, nothing is discarded, and
+    /// the utterance events go on telling what is heard of it), the ledger numbers the next
+    /// reply's utterances after the cut, and watchers get a `provider-error` event. A node
+    /// that cannot be made anew ends, and with it the graph (`recovered: false`).
+    private func recover(_ node: String) {
+        guard let failure = run.sourceFailures.first(where: { $0.node == node })?.failure else { return }
+        let restarted = spoken.withLock { spoken -> Bool in
+            guard let next = speakers[node]?.interrupt() else { return false }
+            var ledger = spoken[node] ?? ReplyLedger()
+            _ = ledger.cut(resumingAt: next)
+            spoken[node] = ledger
+            return true
+        }
+        if restarted { run.restartSource(node) } else { run.endFailedSource(node) }
+        events.emit("provider-error", ["node": node, "code": failure.code, "message": failure.message, "recovered": restarted])
+    }
 
     /// Every buffered link's fill now, by name: seconds held and the most it holds.
     public var linkFills: [(link: String, heldSeconds: Double, capacitySeconds: Double)] { run.linkFills }

@@ -104,6 +104,9 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     private var utterance: UInt32 = 0
     private var position = 0
     private var finished = false
+    /// The stream ended with the instance's read failure: an `interrupt` (a served graph
+    /// making the provider anew) starts it again.
+    private var endedByFailure = false
     private var emittedSpanEnd = 0
     private var cachedRead = 0
     /// The plugin's bytes of the current utterance, while it is to be stored.
@@ -316,6 +319,8 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
                 return UInt32(plan.utterances.count)
             }
             side.resumeAt = next
+            // A text call's failure was the old instance's.
+            textFailure.withLock { $0 = nil }
             return UtteranceID(next)
         }
     }
@@ -336,6 +341,12 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
     // MARK: Audio
 
     public func produce(_ io: inout ProcessIO, at time: Double) -> SourceStatus {
+        if endedByFailure, !cancelled.load(ordering: .acquiring), adoptInterrupt(&io) {
+            // Made anew after its failure (a served graph goes on): the stream goes on too.
+            finished = false
+            endedByFailure = false
+            return .more
+        }
         if finished || cancelled.load(ordering: .acquiring) { return .finished }
         if let failure = textFailure.withLock({ $0 }) { return .failed(failure) }
         if adoptInterrupt(&io) { return .more }
@@ -395,9 +406,11 @@ public final class PluginProviderSource: IncrementalTextSource, @unchecked Senda
         case sluice_read_status_t(SLUICE_READ_ERROR):
             let failure = PluginFailure(error)
             finished = true
+            endedByFailure = true
             return .failed(SourceFailure(code: failure.code.isEmpty ? "plugin-error" : failure.code, message: failure.message))
         default:
             finished = true
+            endedByFailure = true
             return .failed(SourceFailure(code: "plugin-read", message: "'\(typeName)' returned unknown read status \(status)"))
         }
     }

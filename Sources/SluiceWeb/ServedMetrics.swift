@@ -23,13 +23,13 @@ public final class ServedMetrics: Sendable {
         /// Frames each dropping link has let go, by link.
         public var linkDrops: @Sendable () -> [String: Int]
         /// The sources (providers) that failed, with their error's code.
-        public var providerErrors: @Sendable () -> [(node: String, code: String)]
+        public var providerErrors: @Sendable () -> [(node: String, code: String, count: Int)]
 
         public init(
             status: @escaping @Sendable () -> [String: any Sendable],
             callbackDurations: @escaping @Sendable () -> [UInt32] = { [] },
             linkDrops: @escaping @Sendable () -> [String: Int] = { [:] },
-            providerErrors: @escaping @Sendable () -> [(node: String, code: String)] = { [] }
+            providerErrors: @escaping @Sendable () -> [(node: String, code: String, count: Int)] = { [] }
         ) {
             self.status = status
             self.callbackDurations = callbackDurations
@@ -92,8 +92,8 @@ public final class ServedMetrics: Sendable {
             }
             for failure in sources.providerErrors() {
                 publish(
-                    "provider_errors", [("node", failure.node), ("code", failure.code)], 1,
-                    help: "Typed errors that ended a provider's stream, by node and code", in: &state)
+                    "provider_errors", [("node", failure.node), ("code", failure.code)], failure.count,
+                    help: "A provider's typed errors, by node and code (a served graph's provider is made anew after each)", in: &state)
             }
             for (link, frames) in sources.linkDrops() {
                 publish("dropped_frames", [("link", link)], frames, help: "Frames a dropping link let go", in: &state)

@@ -283,14 +283,13 @@ import Testing
         #expect(served.wait() == 0)
     }
 
-    @Test("a provider's typed error reaches the page as provider-error, /metrics counts it by code, --stats json agrees")
+    @Test("a provider's typed error reaches the page as provider-error, /metrics counts it by code, and the served graph goes on: the next reply is spoken")
     func providerErrorCounted() throws {
         let server = try JackTestServer.shared()
         let folder = TemporaryFolder()
         try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: folder.file("libsluice-test.so").path)
-        // The test provider fails once it has given 32 000 bytes (a second); playback
-        // waits for the end of the stream (generate-first), so that second plays out after
-        // the failure, while the page and the scraper look.
+        // The test provider fails once it has given 32 000 bytes (a second): that second plays
+        // out with a fade, and the provider, made anew, speaks the next reply.
         let graph = try folder.write(
             """
             name: web-failing
@@ -300,7 +299,6 @@ import Testing
               resample: { type: resampler }
               out: { type: jack.sink, client: web-failing-\(getpid()), connect: none }
             links: [voice -> align -> resample -> out]
-            playback: { strategy: generate-first }
             """, to: "failing.yaml")
         let served = try ServeCommandTests.Served(
             graph: graph, socket: folder.file("control.sock").path, server: server.name,
@@ -319,12 +317,20 @@ import Testing
         let reported = try #require(failure, "no provider-error event")
         #expect(reported["node"] as? String == "voice" && reported["code"] as? String == "test-failure", "\(reported)")
         #expect((reported["message"] as? String)?.contains("failed after") == true, "\(reported)")
+        #expect(reported["recovered"] as? Bool == true, "\(reported)")
         let metrics = try PrometheusText.parse(try RawHTTP.get("/metrics", port: port).body)
         #expect(metrics[#"sluice_provider_errors_total{code="test-failure",node="voice"}"#] == 1, "\(metrics.keys.sorted())")
-        // The run ends once what was made has played: with the error, as `sluice run` does.
-        #expect(served.wait() == 1)
-        let stats = try JSONSerialization.jsonObject(with: served.standardOutput()) as? [String: Any]
-        #expect((stats?["failureCodes"] as? [String: String]) == ["voice": "test-failure"], "\(String(describing: stats))")
+        // The graph goes on: the provider, made anew, speaks the next reply, which is heard.
+        let again = try page.request(#"{"command":"speak","text":"Again."}"#)
+        #expect(again["ok"] as? Bool == true, "\(again)")
+        var heardAgain = false
+        let heardBy = Date().addingTimeInterval(15)
+        while !heardAgain && Date() < heardBy {
+            heardAgain = page.events(for: 0.2).contains { $0["event"] as? String == "utterance-ended" && $0["text"] as? String == "Again." }
+        }
+        #expect(heardAgain, "the reply after the failure was not heard to its end")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
     }
 
     @Test("in Chromium: text typed in the speak box is heard, its heard text shown, and cancel fades it out")

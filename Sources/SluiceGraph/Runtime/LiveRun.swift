@@ -32,10 +32,42 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         runtime.droppingLinks.map { ($0.link, $0.writer.drops.load(ordering: .relaxed)) }
     }
 
-    /// [any-thread] The sources that failed so far (a provider's typed error: its code and
-    /// message), by node name. A failed source has ended; what it made before still plays.
+    /// [any-thread] The last failure of each source that failed so far (a provider's typed
+    /// error: its code and message), by node name. What it made before still plays.
     public var sourceFailures: [(node: String, failure: SourceFailure)] {
-        runtime.sources.compactMap { source in source.failureForOthers.withLock { $0 }.map { (source.name, $0) } }
+        runtime.sources.compactMap { source in source.failures.withLock { $0.last }.map { (source.name, $0) } }
+    }
+
+    /// [any-thread] How many times each source failed so far, by the failure's code.
+    public var sourceFailureCounts: [(node: String, code: String, count: Int)] {
+        runtime.sources.flatMap { source in
+            source.failures.withLock { $0.byCode }.sorted { $0.key < $1.key }.map { (source.name, $0.key, $0.value) }
+        }
+    }
+
+    /// [control-thread] Before `start`: a text-driven source that fails (a provider's typed
+    /// error) does not end the run. What it made still plays out, with a fade; then it waits
+    /// (`failedSources`) until `restartSource` after the caller made it anew
+    /// (`TextDrivenSource.interrupt()`). For graphs that serve reply after reply.
+    public func survivesSourceFailures() {
+        for source in runtime.sources where source.node is any TextDrivenSource { source.survivesFailures = true }
+    }
+
+    /// [any-thread] The sources that failed and wait for `restartSource` (or
+    /// `endFailedSource`), by node name.
+    public var failedSources: [String] {
+        runtime.sources.filter { $0.awaitingRestart.load(ordering: .acquiring) }.map(\.name)
+    }
+
+    /// [any-thread] A failed source goes on with the text that comes next.
+    public func restartSource(_ node: String) {
+        runtime.sources.first { $0.name == node }?.restart()
+    }
+
+    /// [any-thread] A failed source that cannot be made anew ends its stream after all, with
+    /// its failure, as a source of a run that does not survive failures does.
+    public func endFailedSource(_ node: String) {
+        runtime.sources.first { $0.name == node }?.endAfterFailure()
     }
 
     /// [any-thread] Every buffered link's fill now: seconds of audio on it and the most it
@@ -348,6 +380,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
             case .waiting:
                 // Paced sources wait on the device clock, which moves a period at a time.
                 sleep(seconds: 0.001)
+            case .suspended:
+                // Failed, until the served graph makes it anew (`restartSource` posts the wake).
+                if let wake = source.wake { _ = wake.wait(timeout: Self.idleLook) } else { sleep(seconds: Self.idleLook) }
             case .idle:
                 // A text-driven source that has spoken all its text (`sluice serve` between
                 // replies, `speak -` between an LLM's tokens) has nothing until more comes,

@@ -226,7 +226,8 @@ public final class OfflineRenderer: GraphDriver, @unchecked Sendable {
                     case .waiting:
                         anyWaiting = true
                         break loop
-                    case .full, .finished:
+                    case .full, .finished, .suspended:
+                        // (Suspended: only a live run's sources survive a failure.)
                         break loop
                     }
                 }

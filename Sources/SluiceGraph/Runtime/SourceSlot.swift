@@ -3,7 +3,9 @@ import Synchronization
 
 /// Runs one source: offers it the room on its output edge, moves what it produced, and ends
 /// the stream with an end-of-stream marker (after a discontinuity, when it failed, so what
-/// was produced fades out).
+/// was produced fades out). A text-driven source of a served graph (`survivesFailures`)
+/// that fails does not end the stream: what it made fades out the same way, and it waits to
+/// be made anew (`restart()`), for the next reply.
 final class SourceSlot: @unchecked Sendable {
     let name: String
     let node: any SourceNode
@@ -20,6 +22,8 @@ final class SourceSlot: @unchecked Sendable {
         case waiting(until: Double)
         /// Produce returned with nothing (blocked on I/O, or woken).
         case idle
+        /// It failed and waits for `restart()`: nothing until then.
+        case suspended
         case finished
     }
 
@@ -50,9 +54,25 @@ final class SourceSlot: @unchecked Sendable {
     }
 
     private(set) var isFinished = false
+    /// The failure that ended the stream, or nil.
     private(set) var failure: SourceFailure?
-    /// `failure` for other threads (a served graph's `/metrics`, while it plays out).
-    let failureForOthers = Mutex<SourceFailure?>(nil)
+    /// The source's failures for other threads (a served graph's events and `/metrics`): the
+    /// last, and how many there were by code.
+    let failures = Mutex(Failures())
+    struct Failures: Sendable {
+        var last: SourceFailure?
+        var count = 0
+        var byCode: [String: Int] = [:]
+    }
+
+    /// Served graphs: a failure does not end the stream; the source waits for `restart()`.
+    /// Set before the run starts, for text-driven sources only.
+    var survivesFailures = false
+    /// It failed and waits for `restart()` (set by the source thread, cleared by the caller
+    /// of `restart`).
+    let awaitingRestart = Atomic<Bool>(false)
+    /// The discontinuity that fades out what a failed source made is still to be marked.
+    private var cutPending = false
     private var waitingUntil: Double?
     private var endPending = false
     // Timings: wall seconds inside `produce`, graph seconds spent waiting to be due.
@@ -122,6 +142,14 @@ final class SourceSlot: @unchecked Sendable {
     func step(at time: Double) -> Step {
         if isFinished { return .finished }
         if endPending { return pushEnd(at: time) }
+        if awaitingRestart.load(ordering: .acquiring) { return markCut() }
+        // Restarted before there was room to mark the cut: the source made anew marks it.
+        cutPending = false
+        if endRequested.load(ordering: .acquiring), failure == nil {
+            failure = failures.withLock { $0.last }
+            endPending = true
+            return pushEnd(at: time)
+        }
         if let until = waitingUntil {
             guard time >= until else { return .waiting(until: until) }
             waitingUntil = nil
@@ -187,11 +215,48 @@ final class SourceSlot: @unchecked Sendable {
             endPending = true
             return pushEnd(at: time)
         case .failed(let failure):
+            failures.withLock { failures in
+                failures.last = failure
+                failures.count += 1
+                failures.byCode[failure.code, default: 0] += 1
+            }
+            if survivesFailures {
+                cutPending = true
+                producedSinceGap = false
+                segmentPending = true
+                awaitingRestart.store(true, ordering: .releasing)
+                return markCut()
+            }
             self.failure = failure
-            failureForOthers.withLock { $0 = failure }
             endPending = true
             return pushEnd(at: time)
         }
+    }
+
+    /// [any-thread] After a failure a served graph answered (it made the source anew and
+    /// accounted for the text it lost): the source goes on with the next text.
+    func restart() {
+        awaitingRestart.store(false, ordering: .releasing)
+        wake?.post()
+    }
+
+    /// [any-thread] After a failure the source cannot recover from: it ends its stream.
+    func endAfterFailure() {
+        endRequested.store(true, ordering: .releasing)
+        awaitingRestart.store(false, ordering: .releasing)
+        wake?.post()
+    }
+    private let endRequested = Atomic<Bool>(false)
+
+    /// While a failed source waits: the discontinuity that fades out what it made, once
+    /// there is room for it, then nothing.
+    private func markCut() -> Step {
+        guard cutPending else { return .suspended }
+        guard output.markerRoom() >= 1 else { return .full }
+        output.push(Marker(position: output.writtenUnits.load(ordering: .relaxed), event: .discontinuity, isDiscontinuous: true))
+        output.wakeReader()
+        cutPending = false
+        return .suspended
     }
 
     private func pushEnd(at time: Double) -> Step {
