@@ -301,6 +301,41 @@ import Testing
         return spans
     }
 
+    @Test("a first reply shorter than the watermark plays at once, whatever the strategy: nothing more is coming to fill the buffer", arguments: [
+        "{ strategy: buffered, watermark: 2 }", "{ strategy: generate-first }", "{ strategy: auto }",
+    ])
+    func shortFirstReply(_ playback: String) throws {
+        let server = try JackTestServer.shared()
+        let folder = TemporaryFolder()
+        try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: folder.file("libsluice-test.so").path)
+        // "Hi." is 300 frames of 16 kHz audio: under 20 ms, far below any watermark.
+        let graph = try folder.write(
+            """
+            name: short-reply
+            nodes:
+              voice: { type: test-pcm }
+              align: { type: aligner }
+              resample: { type: resampler }
+              out: { type: jack.sink, client: short-reply-\(getpid()), connect: none }
+            links: [voice -> align -> resample -> out]
+            playback: \(playback)
+            """, to: "short.yaml")
+        let served = try Served(
+            graph: graph, socket: folder.file("control.sock").path, server: server.name,
+            environment: ["SLUICE_PLUGIN_PATH": folder.url.path])
+        _ = try #require(served.readyLine(), "serve never said it was serving")
+        #expect(try served.ctl(["speak", "Hi."]).status == 0)
+        var position = 0.0
+        let deadline = Date().addingTimeInterval(5)
+        while position <= 0 && Date() < deadline {
+            usleep(50_000)
+            position = try served.ctl(["status"]).reply["position"] as? Double ?? 0
+        }
+        #expect(position > 0, "the reply was never played with playback \(playback)")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+    }
+
     @Test("barge-in by command answers with the heard text, fades out, and the next reply starts cleanly")
     func bargeIn() throws {
         try withoutXruns { attempt in try recordBargeIn(attempt: attempt) }

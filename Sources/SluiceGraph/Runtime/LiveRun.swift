@@ -352,9 +352,15 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
         var measuredReply: Int?
         // The control loop stops and starts its `auto` sizing looks as the source falls asleep
         // for text and wakes (`sizingWatermark`): it is told of each change.
+        // In a graph serving reply after reply, the sinks it feeds play a complete utterance
+        // while it waits for text, however short the reply (`Playhead.textAwaited`).
+        let sourceIndex = runtime.sources.firstIndex { $0 === source }
+        let fed = source.marksGapsWhenIdle
+            ? runtime.sinks.indices.filter { runtime.sinkSources[$0] == sourceIndex }.map { runtime.sinks[$0].playhead } : []
         func noteSleepsForText(_ sleeps: Bool) {
             guard source.sleepsForText.load(ordering: .relaxed) != sleeps else { return }
             source.sleepsForText.store(sleeps, ordering: .releasing)
+            for playhead in fed { playhead.textAwaited.store(sleeps, ordering: .relaxed) }
             if sizesWatermark { controlWake.post() }
         }
         let window = min(FlowController.measureSeconds, source.node.expectedDuration ?? FlowController.measureSeconds)
@@ -381,7 +387,9 @@ public final class LiveRun: GraphDriver, @unchecked Sendable {
                 // Paced sources wait on the device clock, which moves a period at a time.
                 sleep(seconds: 0.001)
             case .suspended:
-                // Failed, until the served graph makes it anew (`restartSource` posts the wake).
+                // Failed, until the served graph makes it anew (`restartSource` posts the wake):
+                // nothing more comes of this reply.
+                noteSleepsForText(true)
                 if let wake = source.wake { _ = wake.wait(timeout: Self.idleLook) } else { sleep(seconds: Self.idleLook) }
             case .idle:
                 // A text-driven source that has spoken all its text (`sluice serve` between

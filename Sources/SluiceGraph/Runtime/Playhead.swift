@@ -89,6 +89,12 @@ public final class Playhead: @unchecked Sendable {
     private var heldMarkerCount = 0
     private var endPosition = Int.max
     private var hasStarted = false
+    /// [any-thread] Set while the source that feeds this sink has spoken all the text it was
+    /// given and waits for more, in a graph that serves reply after reply (`sluice serve`):
+    /// nothing more is coming to fill the buffer, so an utterance whose audio has all arrived
+    /// plays at once, the first reply's too, instead of waiting for a watermark a short reply
+    /// never reaches.
+    public let textAwaited = Atomic<Bool>(false)
     /// Device-thread: the last marker played was an utterance's end, and no start followed.
     private var betweenUtterances = false
     /// Device-thread: a discard has faded out what played and is dropping audio.
@@ -333,7 +339,8 @@ public final class Playhead: @unchecked Sendable {
             // next reply). The first start keeps the strategy's watermark.
             if available >= min(watermark, capacityFrames) || (ended && (available > 0 || position >= endPosition))
                 || (markersFull && available > 0)
-                || (hasStarted && available > 0 && utteranceCompletes(within: position + available)) {
+                || ((hasStarted || textAwaited.load(ordering: .relaxed)) && available > 0
+                    && utteranceCompletes(within: position + available)) {
                 current = .playing
                 stateValue.store(current.rawValue, ordering: .releasing)
                 post(hasStarted ? .underrunEnd : .started, deviceFrame: deviceStart + min(prerollRemaining, frames), streamFrame: position)
