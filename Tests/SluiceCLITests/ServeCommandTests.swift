@@ -301,28 +301,36 @@ import Testing
         return spans
     }
 
+    /// `sluice serve` of the test provider (`test-pcm`, its plugin copied into `folder`)
+    /// through the aligner and a resampler into a `jack.sink` that connects to nothing, with
+    /// `lines` added to the graph file.
+    static func servedTestPCM(
+        in folder: TemporaryFolder, voice: String, client: String, server: String, lines: [String] = [], extra: [String] = []
+    ) throws -> Served {
+        try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: folder.file("libsluice-test.so").path)
+        let graph = try folder.write(
+            """
+            name: \(client)
+            nodes:
+              voice: \(voice)
+              align: { type: aligner }
+              resample: { type: resampler }
+              out: { type: jack.sink, client: \(client), connect: none }
+            links: [voice -> align -> resample -> out]
+            """ + lines.map { "\n" + $0 }.joined(), to: "test-pcm.yaml")
+        return try Served(
+            graph: graph, socket: folder.file("control.sock").path, server: server, extra: extra,
+            environment: ["SLUICE_PLUGIN_PATH": folder.url.path])
+    }
+
     @Test("a first reply shorter than the watermark plays at once, whatever the strategy: nothing more is coming to fill the buffer", arguments: [
         "{ strategy: buffered, watermark: 2 }", "{ strategy: generate-first }", "{ strategy: auto }",
     ])
     func shortFirstReply(_ playback: String) throws {
         let server = try JackTestServer.shared()
         let folder = TemporaryFolder()
-        try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: folder.file("libsluice-test.so").path)
         // "Hi." is 300 frames of 16 kHz audio: under 20 ms, far below any watermark.
-        let graph = try folder.write(
-            """
-            name: short-reply
-            nodes:
-              voice: { type: test-pcm }
-              align: { type: aligner }
-              resample: { type: resampler }
-              out: { type: jack.sink, client: short-reply-\(getpid()), connect: none }
-            links: [voice -> align -> resample -> out]
-            playback: \(playback)
-            """, to: "short.yaml")
-        let served = try Served(
-            graph: graph, socket: folder.file("control.sock").path, server: server.name,
-            environment: ["SLUICE_PLUGIN_PATH": folder.url.path])
+        let served = try Self.servedTestPCM(in: folder, voice: "{ type: test-pcm }", client: "short-reply-\(getpid())", server: server.name, lines: ["playback: \(playback)"])
         _ = try #require(served.readyLine(), "serve never said it was serving")
         #expect(try served.ctl(["speak", "Hi."]).status == 0)
         var position = 0.0

@@ -129,10 +129,7 @@ import Testing
         let socket = folder.file("control.sock").path
         let served = try ServeCommandTests.Served(graph: graph, socket: socket, server: server.name)
         _ = try #require(served.readyLine(), "serve never said it was serving")
-        let module = try Module(socket: socket)
-        module.send("INIT")
-        #expect(module.next()?.hasPrefix("299-Sluice: graph") == true)
-        #expect(module.next() == "299 OK LOADED SUCCESSFULLY")
+        let module = try Module.initialised(socket: socket)
 
         /// Frames from the message's first sound to its last, as recorded.
         func heard(_ text: String) -> Int {
@@ -203,6 +200,15 @@ import Testing
             }.start()
         }
 
+        /// A module started as speech-dispatcher starts it: INIT, and its answer that it loaded.
+        static func initialised(socket: String) throws -> Module {
+            let module = try Module(socket: socket)
+            module.send("INIT")
+            #expect(module.next()?.hasPrefix("299-Sluice: graph") == true)
+            #expect(module.next() == "299 OK LOADED SUCCESSFULLY")
+            return module
+        }
+
         func send(_ text: String) { input.fileHandleForWriting.write(Data((text + "\n").utf8)) }
 
         /// The next line the module writes, within `timeout` seconds (nil if none).
@@ -243,10 +249,7 @@ import Testing
         var served = try ServeCommandTests.Served(graph: graph, socket: socket, server: server.name)
         _ = try #require(served.readyLine(), "serve never said it was serving")
 
-        let module = try Module(socket: socket)
-        module.send("INIT")
-        #expect(module.next()?.hasPrefix("299-Sluice: graph") == true)
-        #expect(module.next() == "299 OK LOADED SUCCESSFULLY")
+        let module = try Module.initialised(socket: socket)
         module.speak("Hello.")
         #expect(module.next() == "202 OK RECEIVING MESSAGE")
         #expect(module.next() == "200 OK SPEAKING")

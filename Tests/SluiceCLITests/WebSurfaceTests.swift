@@ -287,22 +287,11 @@ import Testing
     func providerErrorCounted() throws {
         let server = try JackTestServer.shared()
         let folder = TemporaryFolder()
-        try FileManager.default.copyItem(atPath: TestFixtures.plugin("test-plugin-swift"), toPath: folder.file("libsluice-test.so").path)
         // The test provider fails once it has given 32 000 bytes (a second): that second plays
         // out with a fade, and the provider, made anew, speaks the next reply.
-        let graph = try folder.write(
-            """
-            name: web-failing
-            nodes:
-              voice: { type: test-pcm, fail-after: 32000 }
-              align: { type: aligner }
-              resample: { type: resampler }
-              out: { type: jack.sink, client: web-failing-\(getpid()), connect: none }
-            links: [voice -> align -> resample -> out]
-            """, to: "failing.yaml")
-        let served = try ServeCommandTests.Served(
-            graph: graph, socket: folder.file("control.sock").path, server: server.name,
-            extra: ["--http", "0", "--stats", "json"], environment: ["SLUICE_PLUGIN_PATH": folder.url.path])
+        let served = try ServeCommandTests.servedTestPCM(
+            in: folder, voice: "{ type: test-pcm, fail-after: 32000 }", client: "web-failing-\(getpid())", server: server.name,
+            extra: ["--http", "0"])
         let ready = try #require(served.readyLine(), "serve never said it was serving")
         let (_, port) = try pageAddress(ready)
         let page = try RawWebSocket(port: port)
