@@ -94,8 +94,8 @@ public final class ServedGraph: Sendable {
     ///
     /// Made before the run starts: a text-driven node that fails (a provider's typed error)
     /// does not end the served graph. What it made plays out with a fade, the rest of its text
-    /// is dropped, watchers get a `provider-error` event with what was heard, and the node,
-    /// made anew, speaks the next `speak`.
+    /// is dropped, watchers get a `provider-error` event, and the node, made anew, speaks the
+    /// next `speak`.
     public init(
         graph: CompiledGraph, run: LiveRun, extraStatus: @escaping @Sendable () -> [String: any Sendable] = { [:] },
         xruns: @escaping @Sendable () -> Int = { 0 }, quit: @escaping @Sendable () -> Void,
@@ -342,7 +342,7 @@ public final class ServedGraph: Sendable {
         Dictionary(run.linkDrops.map { ($0.link, $0.frames) }, uniquingKeysWith: { $1 })
     }
 
-    /// The text-driven and other sources that failed so far, by node: the provider's error code.
+    /// How many times each source failed so far, by node and the provider's error code.
     public var sourceFailures: [(node: String, code: String, count: Int)] { run.sourceFailureCounts }
 
     /// [run's control thread] A text-driven node failed: it is made anew (its text not yet
