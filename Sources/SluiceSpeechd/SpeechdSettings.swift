@@ -16,6 +16,11 @@ public struct SpeechdSettings: Equatable, Sendable {
     /// the letter), pitch (its `icon`: espeak-ng has no sound icon; a higher pitch tells it
     /// without one). The espeak provider's `capitals`.
     public var capitals = "none"
+    /// Whether `punctuation` and `capitals` were ever set to other than none: from then on
+    /// they are always sent, so setting one back to none reaches the provider (a `configure`
+    /// keeps the values it is not given).
+    private var sendsPunctuation = false
+    private var sendsCapitals = false
 
     public init() {}
 
@@ -38,9 +43,11 @@ public struct SpeechdSettings: Equatable, Sendable {
         case "punctuation_mode":
             guard ["none", "some", "most", "all"].contains(value) else { return false }
             punctuation = value
+            sendsPunctuation = sendsPunctuation || value != "none"
         case "cap_let_recogn":
             guard let mode = ["none": "none", "spell": "word", "icon": "pitch"][value] else { return false }
             capitals = mode
+            sendsCapitals = sendsCapitals || mode != "none"
         case "spelling_mode", "pitch_range":
             return true  // the graph's provider speaks text as it is
         default:
@@ -58,9 +65,9 @@ public struct SpeechdSettings: Equatable, Sendable {
             voiceName += "+" + variant
         }
         var parameters = ["rate": String(words), "pitch": String(50 + pitch / 2), "voice": voiceName]
-        // Only when asked for: a graph whose provider has neither (not espeak) still takes the rest.
-        if punctuation != "none" { parameters["punctuation"] = punctuation }
-        if capitals != "none" { parameters["capitals"] = capitals }
+        // Only once asked for: a graph whose provider has neither (not espeak) still takes the rest.
+        if sendsPunctuation { parameters["punctuation"] = punctuation }
+        if sendsCapitals { parameters["capitals"] = capitals }
         return parameters
     }
 

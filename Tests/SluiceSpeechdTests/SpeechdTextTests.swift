@@ -59,8 +59,12 @@ import SluiceSpeechd
             #expect(!taken, "\(name)=\(value)")
         }
         #expect(settings.provider["punctuation"] == "all" && settings.provider["capitals"] == "pitch", "a refused value keeps the last")
+        // Back to none is sent too: the provider keeps what a configure does not change.
         let reset = [settings.set("punctuation_mode", "none"), settings.set("cap_let_recogn", "none")]
         #expect(reset == [true, true])
-        #expect(settings.provider == ["rate": "175", "pitch": "50", "voice": "en"])
+        #expect(settings.provider == ["rate": "175", "pitch": "50", "voice": "en", "punctuation": "none", "capitals": "none"])
+        var untouched = SpeechdSettings()
+        let defaults = [untouched.set("punctuation_mode", "none"), untouched.set("cap_let_recogn", "none")]
+        #expect(defaults == [true, true] && untouched.provider == ["rate": "175", "pitch": "50", "voice": "en"], "none alone is not sent")
     }
 }
