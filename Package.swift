@@ -46,9 +46,9 @@ let rtsanRuntime = realtimeSanitizerRuntime()
 /// A plugin written in Swift with SluicePluginKit. Each plugin links its own copy of the kit:
 /// `-Bsymbolic` binds the copy's references to itself, so two Swift plugins loaded into one
 /// process never share (and clobber) each other's kit state.
-func swiftPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = []) -> Target {
+func swiftPlugin(_ name: String, path: String, dependencies: [Target.Dependency] = [], resources: [Resource]? = nil) -> Target {
     .target(
-        name: name, dependencies: ["SluicePluginKit", "SluicePluginABI"] + dependencies, path: path,
+        name: name, dependencies: ["SluicePluginKit", "SluicePluginABI"] + dependencies, path: path, resources: resources,
         linkerSettings: [.unsafeFlags(["-Xlinker", "-Bsymbolic"] + staticStdlibPluginFlags)]
     )
 }
@@ -120,6 +120,7 @@ let package = Package(
         .library(name: "sluice-elevenlabs", type: .dynamic, targets: ["SluiceElevenLabs"]),
         .library(name: "sluice-openai", type: .dynamic, targets: ["SluiceOpenAI"]),
         .library(name: "sluice-http-pcm", type: .dynamic, targets: ["SluiceHTTPPCM"]),
+        .library(name: "sluice-piper", type: .dynamic, targets: ["SluicePiper"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -261,6 +262,8 @@ let package = Package(
         swiftPlugin("SluiceElevenLabs", path: "Plugins/elevenlabs", dependencies: ["SluiceHTTPProvider", "SluiceWebSocketProvider"]),
         swiftPlugin("SluiceOpenAI", path: "Plugins/openai", dependencies: ["SluiceHTTPProvider"]),
         swiftPlugin("SluiceHTTPPCM", path: "Plugins/http-pcm", dependencies: ["SluiceHTTPProvider"]),
+        // The engine's Python program is compiled in (PackageResources), so the plugin is one file.
+        swiftPlugin("SluicePiper", path: "Plugins/piper", resources: [.embedInCode("engine/sluice_piper_engine.py")]),
         .target(
             name: "SluiceDucker", dependencies: ["SluicePluginABI"], path: "Plugins/ducker",
             publicHeadersPath: ".", cSettings: [.unsafeFlags(["-fvisibility=hidden"])],

@@ -20,6 +20,7 @@ let suites: [(name: String, summary: String, run: (_ runs: Int) -> Void)] = [
     ("control", "sluice serve: set over OSC and the socket, send to heard vs a period + 1 ms; reply after reply vs fresh sluice speak", ControlSuite.run),
     ("web", "sluice serve --http with its page in Chromium: callback p99 and CPU with a page vs without; the page's slider to heard", WebSuite.run),
     ("plugins", "an LV2 plugin live vs jalv (callback p99, CPU), offline vs lv2file (CPU); sluice check with and without plugins installed", PluginsSuite.run),
+    ("piper", "the piper provider through Sluice vs Piper's command line: time to first audio, real-time factor", PiperSuite.run),
     ("soak", "speech and a live chain for --minutes N (default 1): xruns, underruns, RSS, descriptors, threads", SoakSuite.run),
 ]
 

@@ -27,7 +27,7 @@ import Testing
             "SluiceAudio", "SluiceConfig", "SluiceControl", "SluiceControlProtocol", "SluiceGraph", "SluiceHost",
             "SluiceJACK", "SluiceNodes", "SluicePluginABI", "SluicePluginKit", "SluicePlugins", "SluiceRT",
             "SluiceSpeech", "SluiceSpeechd", "SluiceTestKit", "sd_sluice", "sluice", "sluice-ducker",
-            "sluice-elevenlabs", "sluice-espeak", "sluice-espeak-engine", "sluice-http-pcm", "sluice-openai",
+            "sluice-elevenlabs", "sluice-espeak", "sluice-espeak-engine", "sluice-http-pcm", "sluice-openai", "sluice-piper",
         ])
         #expect(names.filter { $0.hasPrefix("test-plugin") || $0.hasSuffix("TestSupport") || $0.contains("probe") } == [])
     }

@@ -188,7 +188,10 @@ struct PluginsCommandTests {
     @Test("with the plugin index warm, a graph command opens only the plugins its graph uses; a new or changed file is opened again")
     func onlyNeededPluginsOpen() throws {
         let cache = TemporaryFolder()
-        let shipped: Set = ["libsluice-ducker.so", "libsluice-espeak.so", "libsluice-elevenlabs.so", "libsluice-openai.so", "libsluice-http-pcm.so"]
+        let shipped: Set = [
+            "libsluice-ducker.so", "libsluice-espeak.so", "libsluice-elevenlabs.so", "libsluice-openai.so", "libsluice-http-pcm.so",
+            "libsluice-piper.so",
+        ]
         // First run: nothing is known yet, so every plugin is opened and remembered.
         var (names, outcome) = try Self.opened(["check", "graphs/tone.yaml"], cache: cache)
         #expect(outcome.status == 0, "\(outcome.standardError.suffix(500))")

@@ -16,6 +16,7 @@ import Testing
     /// SluiceCLITests, checks every graph with all node types).
     static let beyondBuiltins = [
         "speak.yaml": "the espeak plugin and jack.sink: EspeakProviderTests renders it with a null.sink",
+        "piper.yaml": "the piper plugin and jack.sink: SpeechSessionTests speaks through it into a real server",
         "live-gain.yaml": "jack.source: plays only live; LiveChainTests runs the same chain against a real server",
         "ladspa-echo.yaml": "the ladspa node: SluiceCLITests renders it with `sluice render`, LADSPANodeTests renders the delay",
         "lv2-eq.yaml": "the lv2 node: LV2CommandTests renders it with `sluice render`, LV2NodeTests renders through LV2 plugins",

@@ -68,4 +68,44 @@ import Testing
         // Nothing more was cut: the next cancel has only the new reply to tell.
         #expect(session.cancel().heard == ["After the barge-in."])
     }
+
+    @Test("a Piper voice speaks through graphs/piper.yaml into JACK; cancel's heard text ends at a word boundary")
+    func piperVoice() throws {
+        let folder = TemporaryFolder()
+        let client = "session-piper-\(getpid())"
+        let yaml = try String(contentsOf: Speech.packageRoot.appendingPathComponent("graphs/piper.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "client: sluice-speak, connect: auto", with: "client: \(client), connect: none")
+        let choice = SpeechGraphChoice.file(path: try folder.write(yaml, to: "piper.yaml").path)
+        let session = try SpeechSession(try Speech.live {
+            $0.graph = choice
+            $0.settings = [:]
+        })
+        defer { _ = try? session.close() }
+        #expect(try JackTestServer.shared().ports(matching: "^\(client):").count == 2)
+        let first = try session.speak("Hello from a natural voice.")
+        #expect(first.waitUntilHeard(timeout: 30))
+
+        let start = session.position
+        let long = try session.speak(
+            "One short sentence. Then a much longer sentence that goes on for a good while before it ends. Never heard.")
+        // Into the second sentence: Piper says the first in about 1.3 s.
+        #expect(Speech.wait(upTo: 30) { session.position > start + 2.2 })
+        let cut = session.cancel()
+        // A cancel tells everything heard since the last one.
+        #expect(cut.heard == ["Hello from a natural voice.", "One short sentence."])
+        let partial = "Then a much longer sentence that goes on for a good while before it ends."
+        #expect(cut.partial == partial)
+        // Piper's alignments give word timing: the cut sentence is heard up to the word playing.
+        #expect(cut.granularity == "word")
+        let heardOfIt = try #require(cut.partialHeard)
+        let playing = try #require(cut.partialWord)
+        #expect(partial.hasPrefix(heardOfIt))
+        let rest = partial.dropFirst(heardOfIt.count)
+        #expect(rest.first?.isWhitespace == true || heardOfIt.isEmpty, "'\(heardOfIt)' ends inside a word")
+        #expect(partial.dropFirst(heardOfIt.count).drop(while: \.isWhitespace).hasPrefix(playing), "\(heardOfIt) | \(playing)")
+        #expect(!playing.isEmpty && !playing.contains(" "))
+        #expect(!long.isHeard)
+        let report = try session.close()
+        #expect(report.underruns == 0)
+    }
 }
