@@ -233,14 +233,24 @@ def speak(voice, request, aborted):
     silence = bytes(2 * int(voice.config.sample_rate * number(request, "sentence-silence", 0.0, 0.0, 10.0)))
     if not text.strip():
         return "ok"
-    timer = WordTimer(voice, text)
-    total_phoneme_words = phoneme_word_count(voice.phonemize(as_text(text)))
+    # The words are found while the model runs (onnxruntime lets go of the GIL), so they
+    # cost the first audio nothing; they are needed only once the first sentence is made.
+    timing = {}
+
+    def find_words():
+        timing["timer"] = WordTimer(voice, text)
+        timing["total"] = phoneme_word_count(voice.phonemize(as_text(text)))
+
+    finder = threading.Thread(target=find_words, daemon=True)
+    finder.start()
     phoneme_word = 0
     sample = 0
     last_word = -1
     for chunk in voice.synthesize(as_text(text), syn_config=config, include_alignments=True):
         if ident in aborted:
             return "aborted"
+        finder.join()
+        timer, total_phoneme_words = timing["timer"], timing["total"]
         audio = chunk.audio_int16_bytes
         for start in phoneme_word_starts(chunk):
             word = timer.word_for(phoneme_word, total_phoneme_words)
