@@ -440,7 +440,11 @@ public final class ServedGraph: Sendable {
                     return entry
                 }
             }
-            return .success(["nodes": nodes, "speakers": speakerNames])
+            // Each text-driven node's type, so a client can map its settings to that provider's
+            // parameters (sd_sluice: words a minute for espeak, a speed factor for piper).
+            var types: [String: any Sendable] = [:]
+            for (name, descriptor) in speakerDescriptors { types[name] = descriptor.typeName }
+            return .success(["nodes": nodes, "speakers": speakerNames, "speaker-types": types])
         case .pause:
             run.pause()
             events.emit("paused")

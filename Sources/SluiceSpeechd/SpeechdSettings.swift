@@ -1,7 +1,8 @@
 /// What speech-dispatcher sets (SET: `rate`, `pitch`, `volume` from −100 to 100, `voice`,
 /// `synthesis_voice`, `language`, `punctuation_mode`, `cap_let_recogn`, and modes a speech
 /// engine handles) mapped to the served graph: the espeak provider's `rate` (words a minute),
-/// `pitch` (0–99), `voice`, `punctuation` and `capitals`, and the volume node's gain.
+/// `pitch` (0–99), `voice`, `punctuation` and `capitals`, the piper provider's `rate` and
+/// `voice` (`provider(for:)`), and the volume node's gain.
 public struct SpeechdSettings: Equatable, Sendable {
     public var rate = 0
     public var pitch = 0
@@ -54,6 +55,29 @@ public struct SpeechdSettings: Equatable, Sendable {
             return false
         }
         return true
+    }
+
+    /// The parameters of a provider of type `type` (the served graph's `speaker-types`): what
+    /// that provider has of these settings, and nothing it lacks, since a `configure` with a
+    /// parameter the node does not have is refused whole.
+    ///
+    /// - `espeak`: `provider`.
+    /// - `piper`: `rate`, a speed factor: 0.5 at −100, 1 at 0 (the voice's own), 3 at 100; the
+    ///   synthesis voice as its `voice` (a Piper voice name). Piper voices have no pitch,
+    ///   punctuation or capitals setting, and one voice speaks one language.
+    /// - any other: the synthesis voice as its `voice`, when one was set.
+    public func provider(for type: String) -> [String: String] {
+        switch type {
+        case "espeak":
+            return provider
+        case "piper":
+            let factor = rate < 0 ? 1 + 0.5 * Double(rate) / 100 : 1 + 2 * Double(rate) / 100
+            var parameters = ["rate": String(format: "%.3f", factor)]
+            if let synthesisVoice { parameters["voice"] = synthesisVoice }
+            return parameters
+        default:
+            return synthesisVoice.map { ["voice": $0] } ?? [:]
+        }
     }
 
     /// The espeak provider's parameters: −100 … 100 around espeak-ng's defaults.

@@ -17,6 +17,8 @@ final class SpeechdModule: @unchecked Sendable {
     private let configuration: ModuleConfiguration
     private var settings = SpeechdSettings()
     private var applied: SpeechdSettings?
+    /// The provider parameters last sent, and to which node of which type.
+    private var appliedProvider: (node: String, type: String, parameters: [String: String])?
     private let output = Mutex<Void>(())
     private let state = Mutex(MessageState())
 
@@ -179,16 +181,18 @@ final class SpeechdModule: @unchecked Sendable {
 
     /// The provider's parameters and the volume node's gain, when they changed since the last
     /// message: `configure` between messages (it would drop speech under way), `set` for gain.
+    /// The settings are mapped to the speaking node's type (`SpeechdSettings.provider(for:)`),
+    /// asked of the graph each time: it may have been served again with another provider.
     private func applySettings() {
-        if applied?.provider != settings.provider {
-            var configure: [String: Any] = ["command": "configure", "node": configuration.speaker ?? "voice"]
-            configure["parameters"] = settings.provider
-            if configuration.speaker == nil, let speakers = try? request(["command": "parameters"])["speakers"] as? [String],
-                let only = speakers.first
-            {
-                configure["node"] = only
-            }
-            _ = try? request(configure)
+        let graph = try? request(["command": "parameters"])
+        let speakers = graph?["speakers"] as? [String] ?? []
+        let node = configuration.speaker ?? speakers.first ?? "voice"
+        // A graph that does not say its speakers' types is taken as espeak's.
+        let type = (graph?["speaker-types"] as? [String: Any])?[node] as? String ?? "espeak"
+        let parameters = settings.provider(for: type)
+        if !parameters.isEmpty, appliedProvider?.node != node || appliedProvider?.type != type || appliedProvider?.parameters != parameters {
+            _ = try? request(["command": "configure", "node": node, "parameters": parameters])
+            appliedProvider = (node, type, parameters)
         }
         if let node = configuration.volumeNode, applied?.volume != settings.volume {
             _ = try? request(["command": "set", "node": node, "parameter": "gain", "value": settings.gain])

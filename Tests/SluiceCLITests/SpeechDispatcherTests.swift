@@ -164,6 +164,59 @@ import Testing
         #expect(module.next() == "210 OK QUIT")
     }
 
+    @Test("sd_sluice speaks through a Piper graph: speech-dispatcher's rate reaches Piper as a speed factor, and what Piper lacks is not sent")
+    func piperGraph() throws {
+        let server = try JackTestServer.shared()
+        let recorder = try JackRecorder(
+            server: server.name, clientName: "speechd-piper-ear-\(getpid())", channels: 2, capacityFrames: 30 * 48_000)
+        defer { recorder.stop() }
+        try recorder.start()
+        let folder = TemporaryFolder()
+        var yaml = try String(contentsOf: CLI.graphsFolder.appendingPathComponent("piper.yaml"), encoding: .utf8)
+        yaml = yaml.replacingOccurrences(
+            of: "{ type: jack.sink, client: sluice-speak, connect: auto }",
+            with: "{ type: jack.sink, client: speechd-piper-\(getpid()), connect: [\(recorder.portNames.joined(separator: ", "))] }")
+        let graph = try folder.write(yaml, to: "piper.yaml")
+        let socket = folder.file("control.sock").path
+        let served = try ServeCommandTests.Served(graph: graph, socket: socket, server: server.name)
+        _ = try #require(served.readyLine(timeout: 60), "serve never said it was serving")
+        let module = try Module.initialised(socket: socket)
+
+        /// Frames from the message's first sound to its last, as recorded.
+        func heard(_ text: String) -> Int {
+            let from = recorder.framesRecorded
+            module.speak(text)
+            #expect(module.next() == "202 OK RECEIVING MESSAGE")
+            #expect(module.next() == "200 OK SPEAKING")
+            #expect(module.next() == "701 BEGIN")
+            #expect(module.next(timeout: 30) == "702 END")
+            usleep(200_000)
+            let samples = recorder.samples(channel: 0).dropFirst(from)
+            let sounding = samples.indices.filter { abs(samples[$0]) > 1e-4 }
+            return (sounding.last ?? 0) - (sounding.first ?? 0)
+        }
+        func set(_ lines: [String]) -> String? {
+            module.send("SET")
+            #expect(module.next() == "203 OK RECEIVING SETTINGS")
+            for line in lines { module.send(line) }
+            module.send(".")
+            return module.next()
+        }
+        let text = "The river carves the valley first, and people settle where the water allows."
+        let normal = heard(text)
+        // Pitch, punctuation and a language Piper's voice does not take come along, as Orca
+        // sends them: were they passed on, the configure would be refused whole.
+        #expect(set(["rate=100", "pitch=30", "punctuation_mode=all", "language=en"]) == "203 OK SETTINGS RECEIVED")
+        let fast = heard(text)
+        // Three times the voice's speed asked: Piper's shortest sounds and pauses shrink less,
+        // so it is about half as long; the same length would mean the configure was refused.
+        #expect(normal > 48_000 * 3 && fast < normal * 7 / 10, "\(normal) frames at rate 0, \(fast) at rate 100")
+        #expect(try served.ctl(["quit"]).status == 0)
+        #expect(served.wait() == 0)
+        module.send("QUIT")
+        #expect(module.next() == "210 OK QUIT")
+    }
+
     /// sd_sluice driven directly over its standard input and output, as speech-dispatcher
     /// drives it.
     final class Module {

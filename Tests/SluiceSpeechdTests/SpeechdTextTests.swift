@@ -67,4 +67,22 @@ import SluiceSpeechd
         let defaults = [untouched.set("punctuation_mode", "none"), untouched.set("cap_let_recogn", "none")]
         #expect(defaults == [true, true] && untouched.provider == ["rate": "175", "pitch": "50", "voice": "en"], "none alone is not sent")
     }
+
+    @Test("for a piper voice: rate is a speed factor (0.5, 1, 3), the synthesis voice its voice, and nothing Piper lacks")
+    func piperParameters() {
+        var settings = SpeechdSettings()
+        #expect(settings.provider(for: "piper") == ["rate": "1.000"])
+        let set = [settings.set("rate", "-100"), settings.set("pitch", "40"), settings.set("language", "de"),
+                   settings.set("punctuation_mode", "all"), settings.set("cap_let_recogn", "spell")]
+        #expect(set == [true, true, true, true, true])
+        #expect(settings.provider(for: "piper") == ["rate": "0.500"], "no pitch, language, punctuation or capitals")
+        _ = settings.set("rate", "100")
+        _ = settings.set("synthesis_voice", "en_US-joe-medium")
+        #expect(settings.provider(for: "piper") == ["rate": "3.000", "voice": "en_US-joe-medium"])
+        _ = settings.set("rate", "25")
+        #expect(settings.provider(for: "piper")["rate"] == "1.500")
+        #expect(settings.provider(for: "espeak") == settings.provider)
+        #expect(settings.provider(for: "elevenlabs") == ["voice": "en_US-joe-medium"], "another provider gets only the voice it was named")
+        #expect(SpeechdSettings().provider(for: "openai") == [:])
+    }
 }
