@@ -150,9 +150,11 @@ enum DensitySuite {
 
     // MARK: The two sides
 
-    static func sluiceStep(streams: Int, sluice: String, text: String, folder: String, server: BenchServer, watcher: XrunWatcher) -> Step {
+    static func sluiceStep(
+        streams: Int, sluice: String, text: String, folder: String, server: BenchServer, watcher: XrunWatcher, voice: String = espeakVoice
+    ) -> Step {
         let graph = "\(folder)/voices-\(streams).yaml"
-        writeGraph(voices: streams, to: graph)
+        writeGraph(voices: streams, to: graph, voice: voice)
         let stats = "\(folder)/voices-\(streams).json"
         watcher.reset()
         let child = ChildProcess.start(
@@ -207,7 +209,7 @@ enum DensitySuite {
 
     /// Sentences, one per line (one utterance each), enough for `seconds` at espeak-ng's
     /// default rate (about 2.6 s a sentence).
-    static func writeText(to path: String) -> String {
+    static func writeText(to path: String, seconds: Double = seconds) -> String {
         let count = Int((seconds / 2.6).rounded(.up))
         let lines = (0..<count).map { sentences[$0 % sentences.count] }
         guard FileManager.default.createFile(atPath: path, contents: Data((lines.joined(separator: "\n") + "\n").utf8)) else {
@@ -216,22 +218,26 @@ enum DensitySuite {
         return path
     }
 
-    /// N voices, each the standard speech chain, all into the same two ports of one client.
-    static func writeGraph(voices: Int, to path: String) {
+    /// The standard graph's voice.
+    static let espeakVoice = "{ type: espeak, voice: en, rate: 175, buffer: 1.0 }"
+
+    /// N voices, each the standard speech chain with `voice` as its provider node, all into
+    /// the same two ports of one client.
+    static func writeGraph(voices: Int, to path: String, voice: String = espeakVoice) {
         var nodes = ""
         var links = ""
-        for voice in 0..<voices {
+        for index in 0..<voices {
             nodes += """
-                  v\(voice):      { type: espeak, voice: en, rate: 175, buffer: 1.0 }
-                  a\(voice):      { type: aligner }
-                  r\(voice):      { type: resampler }
-                  x\(voice):      { type: crossfader, duration: 0.1 }
-                  f\(voice):      { type: fader, length: 256 }
-                  s\(voice):      { type: channel-map, channels: 2 }
-                  out\(voice):    { type: jack.sink, ports: [out_1, out_2], connect: none }
+                  v\(index):      \(voice)
+                  a\(index):      { type: aligner }
+                  r\(index):      { type: resampler }
+                  x\(index):      { type: crossfader, duration: 0.1 }
+                  f\(index):      { type: fader, length: 256 }
+                  s\(index):      { type: channel-map, channels: 2 }
+                  out\(index):    { type: jack.sink, ports: [out_1, out_2], connect: none }
 
                 """
-            links += "  - v\(voice) -> a\(voice) -> r\(voice) -> x\(voice) -> f\(voice) -> s\(voice) -> out\(voice)\n"
+            links += "  - v\(index) -> a\(index) -> r\(index) -> x\(index) -> f\(index) -> s\(index) -> out\(index)\n"
         }
         let text = "name: density\nnodes:\n\(nodes)links:\n\(links)playback: { strategy: auto, max-buffered: 3.0, client: density }\n"
         guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else { fail("cannot write \(path)") }

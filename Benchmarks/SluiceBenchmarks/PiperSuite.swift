@@ -17,6 +17,14 @@ import Foundation
 ///
 /// Goals (issue 39): first audio no later than the command line's plus one period; real-time
 /// factor within 5 % of the command line's.
+///
+/// Then the density: `sluice run` of N Piper voices (all `en_US-joe-medium`, so one engine
+/// serves them all, as in a host), each the standard speech chain into the same two ports of
+/// one client (`DensitySuite.writeGraph`), for N = 1, 2, 4, 6, 8, 10, 12, 16, 20, 24, until a step has
+/// an underrun or a failed run (xruns are reported beside); each voice speaks `densitySeconds` of text
+/// (`SLUICE_BENCH_PIPER_DENSITY_SECONDS`, default 30). The figure is the most voices that
+/// played clean; there is no reference (nothing else plays Piper voices into JACK), so the
+/// ratio is to one voice.
 enum PiperSuite {
     static let voice = "en_US-joe-medium"
     static let paragraph = """
@@ -75,6 +83,7 @@ enum PiperSuite {
             referenceName: "piper --output-raw (voice loaded)", runs: runs, goal: "<= 1.05",
             goalMet: factorMedian <= cliFactorMedian * 1.05
         ).emit()
+        density(sluice: sluice, folder: folder, server: server)
     }
 
     /// The Python the plugin runs (docs/providers/piper.md): SLUICE_PIPER_PYTHON, else
@@ -148,5 +157,44 @@ enum PiperSuite {
         child.expectExit()
         guard let firstAudio, bytes > 0 else { fail("piper wrote no audio") }
         return (firstAudio, lastAudio / (Double(bytes / 2) / 22_050))
+    }
+
+    static let densitySteps = [1, 2, 4, 6, 8, 10, 12, 16, 20, 24]
+    static var densitySeconds: Double {
+        ProcessInfo.processInfo.environment["SLUICE_BENCH_PIPER_DENSITY_SECONDS"].flatMap(Double.init) ?? 30
+    }
+
+    /// The most Piper voices one client plays with 0 underruns.
+    static func density(sluice: String, folder: String, server: BenchServer) {
+        let text = DensitySuite.writeText(to: "\(folder)/density.txt", seconds: densitySeconds)
+        let watcher = XrunWatcher(server: server.name)
+        defer { watcher.close() }
+        var best = 0
+        var firstFailing = 0
+        var xruns: [Int] = []
+        for streams in densitySteps {
+            let step = DensitySuite.sluiceStep(
+                streams: streams, sluice: sluice, text: text, folder: folder, server: server, watcher: watcher,
+                voice: "{ type: piper, voice: \(voice), buffer: 2.0 }")
+            note("piper, \(streams) voices in one client: \(step.xruns) xruns, \(step.underruns) underruns\(step.failedProcesses > 0 ? ", the run failed" : "")")
+            xruns.append(step.xruns)
+            // Underruns are the voices' own: the engine fell behind. Xruns are counted and
+            // reported, not held against a step: onnxruntime keeps both vCPUs busy, and on a
+            // shared VM the dummy driver's timer then wakes late (the density suite's host
+            // control shows the same with busy loops and no Sluice at all).
+            guard step.underruns == 0, step.failedProcesses == 0 else {
+                firstFailing = streams
+                break
+            }
+            best = streams
+        }
+        Figure(
+            bench: "piper", metric: "voices with 0 underruns", sluice: Double(best), reference: 1,
+            unit: "voices (higher is better)", referenceName: "one voice", runs: 1, goal: nil,
+            extras: [
+                ("seconds", densitySeconds), ("first_failing", Double(firstFailing)),
+                ("xruns_at_best", Double(xruns.count >= 1 && best > 0 ? xruns[densitySteps.firstIndex(of: best) ?? 0] : 0)),
+            ]
+        ).emit()
     }
 }

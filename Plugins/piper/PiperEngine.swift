@@ -13,9 +13,9 @@ import Synchronization
 /// (a serial queue: no lock is held across I/O); the reader thread parses the engine's
 /// messages and hands each to its request's handler, outside any lock.
 final class PiperEngine: @unchecked Sendable {
-    // SAFETY (@unchecked Sendable): `socket`, `pid` and the ready fields are written before
-    // `start` returns and read-only afterwards; `handlers` and `state` are Mutex-protected;
-    // the socket is written only on `writes` and read only by the reader thread.
+    // SAFETY (@unchecked Sendable): `socket`, `pid` and `sampleRate` are written in `init` and
+    // read-only afterwards; what the reader thread shares is in `shared`, Mutex-protected; the
+    // socket is written only on `writes`, and read only by the reader thread (its duplicate).
 
     /// What the engine says about a request.
     enum Event {
@@ -35,8 +35,6 @@ final class PiperEngine: @unchecked Sendable {
 
     let key: Key
     private(set) var sampleRate = 0
-    private(set) var modelPath = ""
-    private(set) var hasAlignments = false
     private let socket: Int32
     private let pid: pid_t
     private let writes = DispatchQueue(label: "sluice.piper.engine.writes")
@@ -49,11 +47,9 @@ final class PiperEngine: @unchecked Sendable {
         let ended = Mutex<PluginError?>(nil)
     }
 
-    /// What `ready` says.
+    /// What `ready` says that the plugin uses.
     private struct Ready: Sendable {
         var sampleRate: Int
-        var model: String
-        var alignments: Bool
     }
 
     /// The largest message the engine may send: a sentence's audio is far smaller.
@@ -99,8 +95,6 @@ final class PiperEngine: @unchecked Sendable {
         case nil: throw PluginError(code: "engine-start-failed", message: "the Piper engine said nothing")
         }
         sampleRate = ready.sampleRate
-        modelPath = ready.model
-        hasAlignments = ready.alignments
     }
 
     deinit {
@@ -168,7 +162,7 @@ final class PiperEngine: @unchecked Sendable {
         let context = Unmanaged.passRetained(ReaderContext(engine: self, first: first)).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(&thread, nil, { context in
-            // SAFETY: balances the passRetained below; the context lives until the loop ends.
+            // SAFETY: balances the passRetained above; the context lives until the loop ends.
             let context = Unmanaged<ReaderContext>.fromOpaque(context!).takeRetainedValue()
             context.run()
             return nil
@@ -232,8 +226,7 @@ final class PiperEngine: @unchecked Sendable {
                             return PluginError(code: "engine-protocol", message: "the Piper engine named no usable sample rate")
                         }
                         self.first = nil
-                        first(.success(Ready(
-                            sampleRate: rate, model: message["model"] as? String ?? "", alignments: message["alignments"] as? Bool ?? false)))
+                        first(.success(Ready(sampleRate: rate)))
                     case "failed":
                         self.first = nil
                         // Only a code of the engine's own kind is passed on, never arbitrary text.

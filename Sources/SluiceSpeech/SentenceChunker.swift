@@ -90,12 +90,19 @@ public struct SentenceChunker: Sendable {
     }
 
     /// The language a voice's name gives, for voices named by their language as espeak-ng's
-    /// are (`de`, `en-us`, `gmw/en-US`, `en+f3`); nil for a name that is none (a cloud
-    /// service's voice id, `alloy`).
+    /// are (`de`, `en-us`, `gmw/en-US`, `en+f3`) and Piper's (`en_US-joe-medium`); nil for a
+    /// name that is none (a cloud service's voice id, `alloy`).
     public static func language(ofVoice voice: String) -> String? {
         var name = Substring(voice)
         if let plus = name.firstIndex(of: "+") { name = name[..<plus] }
         if let slash = name.lastIndex(of: "/") { name = name[name.index(after: slash)...] }
+        // A Piper voice: its locale, then its name and quality (en_US-joe-medium, de_DE-thorsten-high).
+        if let dash = name.firstIndex(of: "-"), case let locale = name[..<dash],
+            let underscore = locale.firstIndex(of: "_"), locale[locale.index(after: underscore)...].count == 2,
+            locale[locale.index(after: underscore)...].allSatisfy({ $0.isASCII && $0.isUppercase })
+        {
+            name = locale
+        }
         let subtags = name.split(separator: "-", omittingEmptySubsequences: false).flatMap {
             $0.split(separator: "_", omittingEmptySubsequences: false)
         }

@@ -197,8 +197,9 @@ import Testing
         #expect(Self.texts("Windows lines\r\nwrap too.\r\n\r\nNext.") == ["Windows lines\r\nwrap too.", "Next."])
     }
 
-    @Test("a voice named by its language gives the language; a voice id gives none", arguments: [
+    @Test("a voice named by its language (espeak-ng's, Piper's) gives the language; a voice id gives none", arguments: [
         ("de", "de"), ("en-us", "en-us"), ("gmw/en-US", "en-US"), ("en+f3", "en"), ("fr-fr+m2", "fr-fr"), ("zh", "zh"),
+        ("en_US-joe-medium", "en_US"), ("de_DE-thorsten-high", "de_DE"),
         ("21m00Tcm4TlvDq8ikWAM", nil), ("alloy", nil), ("zz", nil), ("", nil), ("../../etc/passwd", nil), ("de-" + String(repeating: "x", count: 40), nil),
     ] as [(String, String?)])
     func voiceLanguages(_ voice: String, _ language: String?) {
