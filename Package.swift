@@ -315,6 +315,9 @@ let package = Package(
             path: "Tests/Support/SluiceTestSupport"
         ),
         .target(name: "HTTPTestSupport", path: "Tests/Support/HTTPTestSupport"),
+        // A provider plugin driven through its C vtable, as a host drives it.
+        .target(
+            name: "ProviderTestSupport", dependencies: ["SluicePlugins", "SluicePluginABI"], path: "Tests/Support/ProviderTestSupport"),
         // A loopback server speaking ElevenLabs' stream-input protocol, on NIOWebSocket.
         .target(
             name: "WebSocketTestSupport",
@@ -401,7 +404,7 @@ let package = Package(
             name: "SluiceWebSocketProviderTests",
             dependencies: [
                 "SluiceWebSocketProvider", "SluicePlugins", "SluicePluginABI", "SluiceGraph", "SluiceNodes", "SluiceConfig",
-                "SluiceAudio", "SluiceSpeech", "SluiceTestSupport", "WebSocketTestSupport", "JackTestSupport",
+                "SluiceAudio", "SluiceSpeech", "SluiceTestSupport", "WebSocketTestSupport", "JackTestSupport", "ProviderTestSupport",
             ]
         ),
         .testTarget(name: "SluicePluginABITests", dependencies: ["SluicePluginABI", "SluiceTestSupport"]),
@@ -411,7 +414,7 @@ let package = Package(
             name: "SluicePluginsTests",
             dependencies: [
                 "SluicePlugins", "SluicePluginABI", "SluiceGraph", "SluiceNodes", "SluiceConfig", "SluiceAudio",
-                "SluiceTestSupport", "SluiceTestKit",
+                "SluiceTestSupport", "SluiceTestKit", "ProviderTestSupport",
             ]
         ),
     ]

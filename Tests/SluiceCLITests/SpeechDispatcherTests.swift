@@ -131,33 +131,14 @@ import Testing
         _ = try #require(served.readyLine(), "serve never said it was serving")
         let module = try Module.initialised(socket: socket)
 
-        /// Frames from the message's first sound to its last, as recorded.
-        func heard(_ text: String) -> Int {
-            let from = recorder.framesRecorded
-            module.speak(text)
-            #expect(module.next() == "202 OK RECEIVING MESSAGE")
-            #expect(module.next() == "200 OK SPEAKING")
-            #expect(module.next() == "701 BEGIN")
-            #expect(module.next() == "702 END")
-            usleep(200_000)
-            let samples = recorder.samples(channel: 0).dropFirst(from)
-            let sounding = samples.indices.filter { abs(samples[$0]) > 1e-4 }
-            return (sounding.last ?? 0) - (sounding.first ?? 0)
-        }
-        func set(_ line: String) -> String? {
-            module.send("SET")
-            #expect(module.next() == "203 OK RECEIVING SETTINGS")
-            module.send(line)
-            module.send(".")
-            return module.next()
-        }
+        func heard(_ text: String) -> Int { module.heard(text, on: recorder) }
         let text = "Yes, no; maybe: fine."
         let plain = heard(text)
-        #expect(set("punctuation_mode=all") == "203 OK SETTINGS RECEIVED")
+        #expect(module.set(["punctuation_mode=all"]) == "203 OK SETTINGS RECEIVED")
         let named = heard(text)
         // "comma", "semicolon", "colon" and the full stop's name: well over half a second more.
         #expect(plain > 48_000 / 2 && named > plain + 48_000 / 2, "\(plain) frames plain, \(named) with punctuation spoken")
-        #expect(set("punctuation_mode=loud") == "303 ERROR INVALID PARAMETER OR VALUE")
+        #expect(module.set(["punctuation_mode=loud"]) == "303 ERROR INVALID PARAMETER OR VALUE")
         #expect(try served.ctl(["quit"]).status == 0)
         #expect(served.wait() == 0)
         module.send("QUIT")
@@ -182,31 +163,12 @@ import Testing
         _ = try #require(served.readyLine(timeout: 60), "serve never said it was serving")
         let module = try Module.initialised(socket: socket)
 
-        /// Frames from the message's first sound to its last, as recorded.
-        func heard(_ text: String) -> Int {
-            let from = recorder.framesRecorded
-            module.speak(text)
-            #expect(module.next() == "202 OK RECEIVING MESSAGE")
-            #expect(module.next() == "200 OK SPEAKING")
-            #expect(module.next() == "701 BEGIN")
-            #expect(module.next(timeout: 30) == "702 END")
-            usleep(200_000)
-            let samples = recorder.samples(channel: 0).dropFirst(from)
-            let sounding = samples.indices.filter { abs(samples[$0]) > 1e-4 }
-            return (sounding.last ?? 0) - (sounding.first ?? 0)
-        }
-        func set(_ lines: [String]) -> String? {
-            module.send("SET")
-            #expect(module.next() == "203 OK RECEIVING SETTINGS")
-            for line in lines { module.send(line) }
-            module.send(".")
-            return module.next()
-        }
+        func heard(_ text: String) -> Int { module.heard(text, on: recorder) }
         let text = "The river carves the valley first, and people settle where the water allows."
         let normal = heard(text)
         // Pitch, punctuation and a language Piper's voice does not take come along, as Orca
         // sends them: were they passed on, the configure would be refused whole.
-        #expect(set(["rate=100", "pitch=30", "punctuation_mode=all", "language=en"]) == "203 OK SETTINGS RECEIVED")
+        #expect(module.set(["rate=100", "pitch=30", "punctuation_mode=all", "language=en"]) == "203 OK SETTINGS RECEIVED")
         let fast = heard(text)
         // Three times the voice's speed asked: Piper's shortest sounds and pauses shrink less,
         // so it is about half as long; the same length would mean the configure was refused.
@@ -281,6 +243,30 @@ import Testing
             send("SPEAK")
             send(text)
             send(".")
+        }
+
+        /// Speaks `text` and waits for its END; the frames from its first sound to its last,
+        /// as `recorder` recorded them.
+        func heard(_ text: String, on recorder: JackRecorder) -> Int {
+            let from = recorder.framesRecorded
+            speak(text)
+            #expect(next() == "202 OK RECEIVING MESSAGE")
+            #expect(next() == "200 OK SPEAKING")
+            #expect(next() == "701 BEGIN")
+            #expect(next(timeout: 30) == "702 END")
+            usleep(200_000)
+            let samples = recorder.samples(channel: 0).dropFirst(from)
+            let sounding = samples.indices.filter { abs(samples[$0]) > 1e-4 }
+            return (sounding.last ?? 0) - (sounding.first ?? 0)
+        }
+
+        /// A SET block of `lines`; the module's answer to it.
+        func set(_ lines: [String]) -> String? {
+            send("SET")
+            #expect(next() == "203 OK RECEIVING SETTINGS")
+            for line in lines { send(line) }
+            send(".")
+            return next()
         }
 
         deinit {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProviderTestSupport
 import SluiceTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProviderTestSupport
 import SluiceAudio
 import SluiceGraph
 import SluicePluginABI

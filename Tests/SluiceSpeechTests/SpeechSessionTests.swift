@@ -52,15 +52,8 @@ import Testing
         #expect(Speech.wait { session.position > 1.2 })
         let cut = session.cancel()
         #expect(cut.heard == ["One short sentence."])
-        let partial = "Then a much longer sentence that goes on for a good while before it ends."
-        #expect(cut.partial == partial)
         // espeak reports word timing: the cut sentence is heard up to the word playing.
-        #expect(cut.granularity == "word")
-        let heardOfIt = try #require(cut.partialHeard)
-        let playing = try #require(cut.partialWord)
-        #expect(partial.hasPrefix(heardOfIt))
-        #expect(partial.dropFirst(heardOfIt.count).drop(while: \.isWhitespace).hasPrefix(playing), "\(heardOfIt) | \(playing)")
-        #expect(!playing.isEmpty && !playing.contains(" "))
+        try Self.expectCutAtAWord(cut, partial: "Then a much longer sentence that goes on for a good while before it ends.")
         #expect(cut.unheard == 1)
         #expect(!long.isHeard)
         let next = try session.speak("After the barge-in.")
@@ -93,19 +86,24 @@ import Testing
         let cut = session.cancel()
         // A cancel tells everything heard since the last one.
         #expect(cut.heard == ["Hello from a natural voice.", "One short sentence."])
-        let partial = "Then a much longer sentence that goes on for a good while before it ends."
-        #expect(cut.partial == partial)
         // Piper's alignments give word timing: the cut sentence is heard up to the word playing.
+        try Self.expectCutAtAWord(cut, partial: "Then a much longer sentence that goes on for a good while before it ends.")
+        #expect(!long.isHeard)
+        let report = try session.close()
+        #expect(report.underruns == 0)
+    }
+
+    /// `cut` ends inside `partial`, heard to a word boundary: what was heard of it is a prefix
+    /// ending before whitespace (or nothing), and the word playing comes next.
+    static func expectCutAtAWord(_ cut: ReplyLedger.Cut, partial: String) throws {
+        #expect(cut.partial == partial)
         #expect(cut.granularity == "word")
         let heardOfIt = try #require(cut.partialHeard)
         let playing = try #require(cut.partialWord)
         #expect(partial.hasPrefix(heardOfIt))
         let rest = partial.dropFirst(heardOfIt.count)
-        #expect(rest.first?.isWhitespace == true || heardOfIt.isEmpty, "'\(heardOfIt)' ends inside a word")
-        #expect(partial.dropFirst(heardOfIt.count).drop(while: \.isWhitespace).hasPrefix(playing), "\(heardOfIt) | \(playing)")
+        #expect(heardOfIt.isEmpty || rest.first?.isWhitespace == true, "'\(heardOfIt)' ends inside a word")
+        #expect(rest.drop(while: \.isWhitespace).hasPrefix(playing), "\(heardOfIt) | \(playing)")
         #expect(!playing.isEmpty && !playing.contains(" "))
-        #expect(!long.isHeard)
-        let report = try session.close()
-        #expect(report.underruns == 0)
     }
 }
