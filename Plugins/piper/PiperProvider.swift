@@ -178,28 +178,37 @@ final class PiperProvider: Provider, @unchecked Sendable {
     /// Asks the engine for the next waiting utterance when none is in flight and there is room.
     private func requestNext() {
         while true {
-            let next: (number: Int, text: String)? = state.withLock { state in
-                guard !state.cancelled, state.failure == nil, state.inFlight == nil, state.buffered < limit, !state.waiting.isEmpty else { return nil }
+            enum Next {
+                case nothing
+                /// An utterance of whitespace, ended here without a request.
+                case empty
+                case request(number: Int, text: String)
+            }
+            let next: Next = state.withLock { state in
+                guard !state.cancelled, state.failure == nil, state.inFlight == nil, state.buffered < limit, !state.waiting.isEmpty else {
+                    return .nothing
+                }
                 let next = state.waiting.removeFirst()
-                // Nothing to say is an empty utterance, without a request.
                 if next.text.allSatisfy(\.isWhitespace) {
                     state.items.append(.utteranceEnd)
-                    return (-1, "")
+                    return .empty
                 }
+                // In flight from now on; its id follows once the engine has it.
                 state.inFlight = (-1, next.number)
                 state.requests += 1
-                return next
+                return .request(number: next.number, text: next.text)
             }
-            guard let next else { return }
-            if next.number < 0 { continue }
+            guard case .request(let number, let text) = next else {
+                if case .empty = next { continue }
+                return
+            }
             var request: [String: Any] = [
-                "text": next.text, "rate": settings.rate, "sentence-silence": settings.sentenceSilence, "volume": settings.volume,
+                "text": text, "rate": settings.rate, "sentence-silence": settings.sentenceSilence, "volume": settings.volume,
                 "speaker": settings.speaker,
             ]
             if let noise = settings.noise { request["noise-scale"] = noise }
             if let noiseWidth = settings.noiseWidth { request["noise-w-scale"] = noiseWidth }
-            let number = next.number
-            let textBytes = next.text.utf8.count
+            let textBytes = text.utf8.count
             let id = engine.submit(request) { [weak self] event in self?.receive(event, utterance: number, textBytes: textBytes) }
             let abort: Bool = state.withLock { state in
                 if state.inFlight?.number == number, state.inFlight?.id == -1 { state.inFlight = (id, number) }

@@ -182,17 +182,20 @@ final class SpeechdModule: @unchecked Sendable {
     /// The provider's parameters and the volume node's gain, when they changed since the last
     /// message: `configure` between messages (it would drop speech under way), `set` for gain.
     /// The settings are mapped to the speaking node's type (`SpeechdSettings.provider(for:)`),
-    /// asked of the graph each time: it may have been served again with another provider.
+    /// asked of the graph when a setting changed (not before every message: a screen reader's
+    /// messages come one after another and each waits for this).
     private func applySettings() {
-        let graph = try? request(["command": "parameters"])
-        let speakers = graph?["speakers"] as? [String] ?? []
-        let node = configuration.speaker ?? speakers.first ?? "voice"
-        // A graph that does not say its speakers' types is taken as espeak's.
-        let type = (graph?["speaker-types"] as? [String: Any])?[node] as? String ?? "espeak"
-        let parameters = settings.provider(for: type)
-        if !parameters.isEmpty, appliedProvider?.node != node || appliedProvider?.type != type || appliedProvider?.parameters != parameters {
-            _ = try? request(["command": "configure", "node": node, "parameters": parameters])
-            appliedProvider = (node, type, parameters)
+        if applied != settings || appliedProvider == nil {
+            let graph = try? request(["command": "parameters"])
+            let speakers = graph?["speakers"] as? [String] ?? []
+            let node = configuration.speaker ?? speakers.first ?? "voice"
+            // A graph that does not say its speakers' types is taken as espeak's.
+            let type = (graph?["speaker-types"] as? [String: Any])?[node] as? String ?? "espeak"
+            let parameters = settings.provider(for: type)
+            if appliedProvider?.node != node || appliedProvider?.type != type || appliedProvider?.parameters != parameters {
+                if !parameters.isEmpty { _ = try? request(["command": "configure", "node": node, "parameters": parameters]) }
+                appliedProvider = (node, type, parameters)
+            }
         }
         if let node = configuration.volumeNode, applied?.volume != settings.volume {
             _ = try? request(["command": "set", "node": node, "parameter": "gain", "value": settings.gain])

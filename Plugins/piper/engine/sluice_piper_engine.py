@@ -125,7 +125,6 @@ class WordTimer:
     def __init__(self, voice, text):
         self.words = []  # (byte start, byte length)
         self.spans = []  # how many phoneme words each text word becomes
-        encoded = text.encode("utf-8")
         byte_of = 0
         char_of = 0
         for match in WORD_PATTERN.finditer(text):
@@ -135,12 +134,9 @@ class WordTimer:
             byte_of += length
             char_of = match.end()
             self.spans.append(phoneme_word_count(voice.phonemize(as_text(match.group(0)))))
-        assert byte_of <= len(encoded)
         self.owner = []  # phoneme word index -> text word index
         for index, span in enumerate(self.spans):
             self.owner += [index] * span
-        self.phoneme_words = 0
-        self.next_word = 0
 
     def word_for(self, phoneme_word, total):
         """The text word phoneme word `phoneme_word` (of `total` in the whole text) begins."""
